@@ -1,0 +1,111 @@
+import { Command, InvalidArgumentError } from "commander";
+import { loadConfig } from "../functions/config.ts";
+import { Database } from "../functions/db/database.ts";
+import { toApiError } from "../functions/http/error-handler.ts";
+import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
+import { resolveDatabase, say } from "../node/runtime.ts";
+import { startServer } from "../node/server.ts";
+
+/**
+ * `camp`: the operator's command line. JSON meant for scripts goes to stdout,
+ * one document per line; progress and messages go to stderr. Any failure exits
+ * non-zero with a one-line message.
+ */
+
+const print = (value: unknown): void => {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+};
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function uuid(value: string): string {
+  if (!UUID.test(value)) throw new InvalidArgumentError("must be a tenant id (uuid)");
+  return value.toLowerCase();
+}
+
+function email(value: string): string {
+  if (!/^[^@\s]+@[^@\s]+$/.test(value)) throw new InvalidArgumentError("must be an e-mail address");
+  return value;
+}
+
+function role(value: string): Role {
+  if (value !== "admin" && value !== "staff") throw new InvalidArgumentError("must be admin or staff");
+  return value;
+}
+
+/** Opens the configured database (migrating it), runs `work`, and always closes both. */
+async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+  const config = loadConfig(process.env);
+  const resolved = await resolveDatabase(config);
+  const db = new Database(resolved.url, { max: 4 });
+  try {
+    return await work(db);
+  } finally {
+    await db.close();
+    await resolved.stop();
+  }
+}
+
+export function buildProgram(): Command {
+  const program = new Command("camp")
+    .description("Operate the Camp Administration Service (uses DATABASE_URL, else the embedded Postgres under DATA_DIR)")
+    .showHelpAfterError()
+    .configureOutput({ writeOut: (s) => process.stderr.write(s), writeErr: (s) => process.stderr.write(s) });
+
+  program
+    .command("migrate")
+    .description("apply pending migrations")
+    .action(() => withDatabase(async () => say("database is up to date")));
+
+  const tenant = program.command("tenant").description("manage tenants");
+  tenant
+    .command("create <name>")
+    .description("create a tenant and its first admin; prints {tenant_id, user_id, api_key}")
+    .requiredOption("--admin <email>", "e-mail of the first admin", email)
+    .action((name: string, options: { admin: string }) =>
+      withDatabase(async (db) => print(await createTenant(db, name, options.admin))),
+    );
+
+  const user = program.command("user").description("manage users");
+  user
+    .command("add <email>")
+    .description("add a user to a tenant; prints {tenant_id, user_id, email, role}")
+    .requiredOption("--tenant <tenant_id>", "the tenant", uuid)
+    .option("--role <role>", "admin or staff", role, "staff" as Role)
+    .action((address: string, options: { tenant: string; role: Role }) =>
+      withDatabase(async (db) => print(await addUser(db, options.tenant, email(address), options.role))),
+    );
+
+  const keys = program.command("keys").description("manage API keys");
+  keys
+    .command("issue <email>")
+    .description("issue a key for one user; prints {email, api_key}")
+    .option("--tenant <tenant_id>", "the tenant, when the e-mail is a user of several", uuid)
+    .action((address: string, options: { tenant?: string }) =>
+      withDatabase(async (db) => {
+        const target = await resolveUser(db, address, options.tenant);
+        const { key } = await issueKeyFor(db, target);
+        print({ email: target.email, tenant_id: target.tenant_id, api_key: key });
+      }),
+    );
+
+  program
+    .command("serve")
+    .description("start the HTTP server (same as npm start)")
+    .action(() => startServer());
+
+  return program;
+}
+
+export async function main(argv = process.argv): Promise<void> {
+  try {
+    await buildProgram().parseAsync(argv);
+  } catch (error) {
+    const apiError = toApiError(error);
+    const text = apiError.code === "INTERNAL_ERROR" ? (error as Error).message : apiError.message;
+    say(`camp: ${text}`);
+    process.exitCode = 1;
+  }
+}
+
+await main();

@@ -1,0 +1,69 @@
+import { displayPrefix, hashApiKey, newApiKey } from "../auth/api-key-format.ts";
+import type { Sql } from "../db/database.ts";
+
+/** A key as clients see it: never the secret, never the hash. */
+export interface KeyRecord {
+  id: string;
+  email: string;
+  key_prefix: string;
+  created_at: Date;
+  last_used_at: Date | null;
+  expires_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const RECORD = `k.id, u.email, k.key_prefix, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`;
+
+export async function findUserByEmail(sql: Sql, email: string) {
+  return sql.one<{ id: string; email: string; role: string }>(
+    "select id, email, role from public.users where lower(email) = lower($1)",
+    [email],
+  );
+}
+
+export async function keyById(sql: Sql, keyId: string) {
+  return sql.one<KeyRecord>(`select ${RECORD} from public.api_keys k join public.users u on u.id = k.user_id where k.id = $1`, [
+    keyId,
+  ]);
+}
+
+/** The user's unrevoked, unexpired key. */
+export async function activeKeyOf(sql: Sql, userId: string) {
+  return sql.one<KeyRecord>(
+    `select ${RECORD} from public.api_keys k join public.users u on u.id = k.user_id
+     where k.user_id = $1 and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())`,
+    [userId],
+  );
+}
+
+/**
+ * Issues a key for a user and returns it with its record; the plaintext exists
+ * only in this return value. An expired key still counts as the user's one
+ * unrevoked key, so it is retired first. A user with a live key makes the
+ * insert fail on api_keys_one_active_per_user (reported as 409).
+ */
+export async function issueKey(sql: Sql, userId: string, expiresAt: Date | null = null) {
+  await sql.query(
+    "update public.api_keys set revoked_at = now() where user_id = $1 and revoked_at is null and expires_at <= now()",
+    [userId],
+  );
+  const key = newApiKey();
+  const record = await sql.one<KeyRecord>(
+    `with k as (
+       insert into public.api_keys (user_id, key_hash, key_prefix, expires_at) values ($1, $2, $3, $4)
+       returning id, user_id, key_prefix, created_at, last_used_at, expires_at, revoked_at
+     )
+     select ${RECORD} from k join public.users u on u.id = k.user_id`,
+    [userId, await hashApiKey(key), displayPrefix(key), expiresAt],
+  );
+  return { key, ...(record as KeyRecord) };
+}
+
+/** Revokes one key if it is still live; returns whether it was. */
+export async function revokeKey(sql: Sql, keyId: string): Promise<boolean> {
+  const rows = await sql.query(
+    "update public.api_keys set revoked_at = now() where id = $1 and revoked_at is null returning id",
+    [keyId],
+  );
+  return rows.length === 1;
+}

@@ -1,0 +1,124 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Principal } from "../auth/principal.ts";
+import type { Sql } from "../db/database.ts";
+import { message, ok } from "../http/envelope.ts";
+import { forbidden, notFound, unauthorized } from "../http/errors.ts";
+import { authenticated, dataOf, errors, json, MessageSchema, newRouter } from "../http/openapi.ts";
+import { activeKeyOf, findUserByEmail, issueKey, keyById, revokeKey } from "./data.ts";
+
+const KeyRecord = z
+  .object({
+    id: z.string().uuid(),
+    email: z.string(),
+    key_prefix: z.string().openapi({ example: "camp_Ab3dE9fG" }),
+    created_at: z.string().datetime(),
+    last_used_at: z.string().datetime().nullable(),
+    expires_at: z.string().datetime().nullable(),
+    revoked_at: z.string().datetime().nullable(),
+  })
+  .openapi("ApiKey");
+
+const IssuedKey = KeyRecord.extend({
+  key: z.string().openapi({ description: "The secret. Shown only in this response; store it now." }),
+}).openapi("IssuedApiKey");
+
+const GenerateBody = z.object({
+  email: z.string().trim().min(3).max(320).email(),
+  expires_at: z
+    .string()
+    .datetime({ offset: true })
+    .refine((v) => Date.parse(v) > Date.now(), "must be in the future")
+    .optional()
+    .openapi({ description: "Optional expiry (ISO 8601). Keys do not expire unless this is given." }),
+});
+
+/** The caller's own key: the one it authenticated with, or (for a Bearer token) its live key. */
+async function currentKeyId(sql: Sql, principal: Principal): Promise<string> {
+  if (principal.keyId) return principal.keyId;
+  const key = await activeKeyOf(sql, principal.userId);
+  if (!key) throw notFound("API key");
+  return key.id;
+}
+
+const tags = ["api-keys"];
+
+const generate = createRoute({
+  method: "post",
+  path: "/generate",
+  summary: "Issue a key for a user (their own Bearer token, or an admin of the tenant)",
+  tags,
+  security: authenticated,
+  request: { body: { content: { "application/json": { schema: GenerateBody } }, required: true } },
+  responses: { 201: json(dataOf(IssuedKey), "The new key, shown once"), ...errors(400, 401, 403, 404, 409) },
+});
+
+const myKey = createRoute({
+  method: "get",
+  path: "/my-key",
+  summary: "The caller's current key (never the secret)",
+  tags,
+  security: authenticated,
+  responses: { 200: json(dataOf(KeyRecord), "The key record"), ...errors(401, 404) },
+});
+
+const regenerate = createRoute({
+  method: "post",
+  path: "/regenerate",
+  summary: "Revoke the caller's key and issue a new one, atomically",
+  tags,
+  security: authenticated,
+  responses: { 200: json(dataOf(IssuedKey), "The new key, shown once"), ...errors(401, 404) },
+});
+
+const revoke = createRoute({
+  method: "delete",
+  path: "/revoke",
+  summary: "Revoke the caller's key",
+  tags,
+  security: authenticated,
+  responses: { 200: json(MessageSchema, "Revoked"), ...errors(401, 404) },
+});
+
+export const apiKeyRoutes = newRouter()
+  .openapi(generate, async (c) => {
+    const { email, expires_at } = c.req.valid("json");
+    const principal = c.var.principal;
+    const self = principal.email.toLowerCase() === email.toLowerCase();
+    // An admin may issue for anyone in the tenant; anyone else only for
+    // themselves, and only on the strength of an identity-provider token.
+    if (principal.role !== "admin" && !(principal.via === "bearer" && self)) {
+      throw forbidden("only an admin can issue keys for other users");
+    }
+    const issued = await c.var.db.asTenant(principal, async (sql) => {
+      const user = await findUserByEmail(sql, email);
+      if (!user) throw notFound("user");
+      return issueKey(sql, user.id, expires_at ? new Date(expires_at) : null);
+    });
+    return ok(c, issued, 201);
+  })
+  .openapi(myKey, async (c) => {
+    const principal = c.var.principal;
+    const record = await c.var.db.asTenant(principal, async (sql) =>
+      principal.keyId ? keyById(sql, principal.keyId) : activeKeyOf(sql, principal.userId),
+    );
+    if (!record) throw notFound("API key");
+    return ok(c, record);
+  })
+  .openapi(regenerate, async (c) => {
+    const principal = c.var.principal;
+    const issued = await c.var.db.asTenant(principal, async (sql) => {
+      const keyId = await currentKeyId(sql, principal);
+      // A concurrent regenerate or revoke got there first: this key is no longer valid.
+      if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
+      return issueKey(sql, principal.userId);
+    });
+    return ok(c, issued);
+  })
+  .openapi(revoke, async (c) => {
+    const principal = c.var.principal;
+    await c.var.db.asTenant(principal, async (sql) => {
+      const keyId = await currentKeyId(sql, principal);
+      if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
+    });
+    return message(c, "API key revoked");
+  });

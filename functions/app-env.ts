@@ -1,0 +1,13 @@
+import type { Principal } from "./auth/principal.ts";
+import type { Config } from "./config.ts";
+import type { Database } from "./db/database.ts";
+
+/** What the middleware puts on each request's context, for the routes to read. */
+export interface AppEnv {
+  Variables: {
+    db: Database;
+    config: Config;
+    /** Set by the auth middleware on every /api/v1 route. */
+    principal: Principal;
+  };
+}

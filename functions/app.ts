@@ -1,0 +1,66 @@
+import { cors } from "hono/cors";
+import { createMiddleware } from "hono/factory";
+import { apiKeyRoutes } from "./api-keys/routes.ts";
+import type { AppEnv } from "./app-env.ts";
+import { bearerVerifier, type TokenVerifier } from "./auth/bearer-token.ts";
+import { authenticate } from "./auth/middleware.ts";
+import type { Config } from "./config.ts";
+import type { Database } from "./db/database.ts";
+import { healthRoutes } from "./health/routes.ts";
+import { bodyPolicy } from "./http/body-policy.ts";
+import { handleError } from "./http/error-handler.ts";
+import { newRouter } from "./http/openapi.ts";
+import { RouteTable } from "./http/route-table.ts";
+
+export interface AppDeps {
+  db: Database;
+  config: Config;
+  /** Defaults to verification against the configured secret / JWKS. */
+  verifyToken?: TokenVerifier;
+}
+
+/**
+ * The whole HTTP service, independent of the runtime: the Node server and the
+ * Edge Function both serve `createApp(...).fetch`.
+ * Order: CORS → context → 404/405 → body policy → auth (under /api/v1) → route.
+ */
+export function createApp(deps: AppDeps) {
+  const app = newRouter();
+  const routeTable = new RouteTable(app as never);
+  const origins = deps.config.CORS_ORIGINS?.split(",")
+    .map((o) => o.trim())
+    .filter(Boolean);
+
+  app.use(
+    "*",
+    cors({
+      origin: origins && origins.length > 0 ? origins : "*",
+      allowHeaders: ["Content-Type", "Authorization", "X-API-Key"],
+      allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      maxAge: 600,
+    }),
+  );
+  app.use(
+    "*",
+    createMiddleware<AppEnv>(async (c, next) => {
+      c.set("db", deps.db);
+      c.set("config", deps.config);
+      routeTable.check(c.req.method, c.req.path);
+      await next();
+    }),
+  );
+  app.use("*", bodyPolicy());
+  app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config)));
+
+  app.route("/", healthRoutes);
+  app.route("/api/v1/api-keys", apiKeyRoutes);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
+  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", bearerFormat: "JWT" });
+
+  app.notFound((c) => handleError(new Error("unreachable: the route table answers first"), c));
+  app.onError(handleError);
+  return app;
+}
+
+export type App = ReturnType<typeof createApp>;

@@ -1,0 +1,11 @@
+/** Who is calling: resolved by the auth middleware from an API key or a Bearer token. */
+export interface Principal {
+  tenantId: string;
+  userId: string;
+  email: string;
+  role: "admin" | "staff";
+  /** How the caller proved who it is. */
+  via: "api_key" | "bearer";
+  /** The key used, when via is api_key. */
+  keyId?: string;
+}

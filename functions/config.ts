@@ -1,0 +1,36 @@
+import { z } from "zod";
+
+/**
+ * The service's configuration, read once from the environment by each entry
+ * (Node passes process.env, Deno passes Deno.env.toObject()). Every variable is
+ * documented in the README.
+ */
+const schema = z.object({
+  DATABASE_URL: z.string().url().optional(),
+  DATA_DIR: z.string().min(1).default("./.data"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  AUTH_JWT_SECRET: z.string().min(1).optional(),
+  AUTH_JWKS_URL: z.string().url().optional(),
+  AUTH_JWT_ISSUER: z.string().min(1).optional(),
+  AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
+  PHOTO_STORAGE: z.enum(["file", "supabase"]).default("file"),
+  SUPABASE_URL: z.string().url().optional(),
+  SUPABASE_SERVICE_ROLE_KEY: z.string().min(1).optional(),
+  /** Comma-separated allowed origins; unset allows any origin (without cookies). */
+  CORS_ORIGINS: z.string().optional(),
+  /** Connections per server process. */
+  DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+});
+
+export type Config = z.infer<typeof schema>;
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // An empty variable means "unset", as in most shells' `VAR= cmd`.
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ""));
+  const parsed = schema.safeParse(present);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
+    throw new Error(`invalid configuration: ${problems}`);
+  }
+  return parsed.data;
+}

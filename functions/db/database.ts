@@ -1,0 +1,120 @@
+import pg from "pg";
+import type { Principal } from "../auth/principal.ts";
+import { isRetryable } from "./pg-errors.ts";
+
+// Postgres `date` values stay "YYYY-MM-DD" strings: turning them into JS Dates
+// would shift them by the server's time zone.
+pg.types.setTypeParser(pg.types.builtins.DATE, (value: string) => value);
+// Counts (bigint) are small enough for a JS number everywhere this service uses them.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value: string) => Number(value));
+
+/** What data-access functions are given: queries inside the request's transaction. */
+export interface Sql {
+  query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
+  /** The first row, or undefined. */
+  one<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R | undefined>;
+}
+
+/** The role every API request runs as; see sql/migrations/*_bootstrap.sql. */
+export const API_ROLE = "camp_api";
+
+/** A request that exceeds this is cancelled by Postgres, not left holding locks. */
+const STATEMENT_TIMEOUT = "15s";
+const MAX_ATTEMPTS = 3;
+
+function wrap(client: pg.ClientBase): Sql {
+  return {
+    async query(text, values) {
+      return (await client.query(text, values)).rows;
+    },
+    async one(text, values) {
+      return (await client.query(text, values)).rows[0];
+    },
+  };
+}
+
+/**
+ * The service's handle on Postgres: a pool, and the one function that opens a
+ * tenant scope. Handlers never filter by tenant themselves; the RLS policies
+ * do it from the claims set here.
+ */
+export class Database {
+  readonly pool: pg.Pool;
+
+  constructor(connectionString: string, options: { max?: number } = {}) {
+    this.pool = new pg.Pool({
+      connectionString,
+      max: options.max ?? 10,
+      idleTimeoutMillis: 30_000,
+      connectionTimeoutMillis: 5_000,
+    });
+    // An idle client losing its connection must not crash the process; the
+    // pool drops it and the next request gets a fresh one.
+    this.pool.on("error", () => {});
+  }
+
+  /**
+   * Runs `work` in one transaction as the API role, with the principal's tenant
+   * in the transaction-local claims. Only SET LOCAL / set_config(..., true) is
+   * used, so this works behind a transaction-mode pooler. Serialization
+   * failures and deadlocks are retried; `work` must therefore be safe to rerun.
+   */
+  async asTenant<T>(principal: Pick<Principal, "tenantId" | "userId" | "role">, work: (sql: Sql) => Promise<T>) {
+    const claims = JSON.stringify({
+      role: API_ROLE,
+      tenant_id: principal.tenantId,
+      sub: principal.userId,
+      app_role: principal.role,
+    });
+    for (let attempt = 1; ; attempt++) {
+      const client = await this.pool.connect();
+      let broken = false;
+      try {
+        // One round trip opens the transaction and the tenant scope. The claims
+        // are built above from uuids and a fixed role, and quoted as a literal.
+        await client.query(
+          `begin; set local role ${API_ROLE}; set local statement_timeout = '${STATEMENT_TIMEOUT}'; ` +
+            `select set_config('request.jwt.claims', ${client.escapeLiteral(claims)}, true)`,
+        );
+        const result = await work(wrap(client));
+        await client.query("commit");
+        return result;
+      } catch (error) {
+        try {
+          await client.query("rollback");
+        } catch {
+          broken = true;
+        }
+        if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  /** Runs `work` in one transaction as the connecting role (operators and the CLI; no RLS). */
+  async asOwner<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("begin");
+      const result = await work(wrap(client));
+      await client.query("commit");
+      return result;
+    } catch (error) {
+      await client.query("rollback").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** A single statement outside any tenant scope (authentication, health). */
+  async query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
+    return (await this.pool.query(text, values)).rows as R[];
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

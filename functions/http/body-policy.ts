@@ -1,0 +1,57 @@
+import { bodyLimit } from "hono/body-limit";
+import { createMiddleware } from "hono/factory";
+import { ApiError } from "./errors.ts";
+
+/** What request bodies a path accepts. The first rule whose pattern matches wins. */
+interface BodyRule {
+  pattern: RegExp;
+  mediaTypes: string[];
+  maxBytes: number;
+  /** How to describe the limit in a 413. */
+  limitText: string;
+}
+
+export const JSON_BODY_LIMIT = 1_048_576;
+
+const RULES: BodyRule[] = [
+  { pattern: /.*/, mediaTypes: ["application/json"], maxBytes: JSON_BODY_LIMIT, limitText: "JSON bodies are limited to 1 MB" },
+];
+
+/** Lets a feature accept another kind of body on its paths (photos, CSV import). */
+export function acceptBody(rule: BodyRule): void {
+  RULES.unshift(rule);
+}
+
+const BODYLESS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+function hasBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  if (length !== null) return Number(length) > 0;
+  return headers.has("transfer-encoding");
+}
+
+/**
+ * 415 for a body of a type the path does not take, 413 for a body over its
+ * limit: decided from Content-Length when it is sent, and by counting bytes as
+ * they stream when it is not, so an oversized body is never read whole.
+ */
+export function bodyPolicy() {
+  return createMiddleware(async (c, next) => {
+    if (BODYLESS.has(c.req.method) || !hasBody(c.req.raw.headers)) return next();
+    const rule = RULES.find((r) => r.pattern.test(c.req.path)) as BodyRule;
+    const mediaType = (c.req.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+    if (!rule.mediaTypes.includes(mediaType)) {
+      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", `Content-Type must be ${rule.mediaTypes.join(" or ")}`, {
+        field: "content-type",
+        issue: `'${mediaType || "none"}' is not accepted here`,
+      });
+    }
+    const limit = bodyLimit({
+      maxSize: rule.maxBytes,
+      onError: () => {
+        throw new ApiError("PAYLOAD_TOO_LARGE", rule.limitText, { max_bytes: rule.maxBytes });
+      },
+    });
+    return limit(c, next);
+  });
+}

@@ -1,0 +1,42 @@
+import type { Context } from "hono";
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ApiError } from "./errors.ts";
+
+/** Pagination figures every list response carries. */
+export interface ListMeta {
+  total: number;
+  limit: number;
+  offset: number;
+}
+
+/** `{success: true, data}`; 201 for creates, 200 otherwise. */
+export function ok<T, S extends 200 | 201 = 200>(c: Context, data: T, status?: S) {
+  return c.json({ success: true as const, data }, (status ?? 200) as S);
+}
+
+/** `{success: true, data: [...], meta: {total, limit, offset}}`. */
+export function list<T>(c: Context, data: T[], meta: ListMeta) {
+  return c.json({ success: true as const, data, meta }, 200);
+}
+
+/** `{success: true, message}` for operations that return no record (deletes, revokes). */
+export function message(c: Context, text: string) {
+  return c.json({ success: true as const, message: text }, 200);
+}
+
+/** The one place the error envelope is written. */
+export function errorBody(error: ApiError) {
+  return {
+    success: false as const,
+    error: {
+      code: error.code,
+      message: error.message,
+      ...(error.details === undefined ? {} : { details: error.details }),
+    },
+  };
+}
+
+export function failure(c: Context, error: ApiError) {
+  for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
+  return c.json(errorBody(error), error.status as ContentfulStatusCode);
+}

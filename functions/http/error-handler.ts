@@ -1,0 +1,42 @@
+import type { Context } from "hono";
+import { HTTPException } from "hono/http-exception";
+import { fromPgError, isUnavailable } from "../db/pg-errors.ts";
+import { failure } from "./envelope.ts";
+import { ApiError, type ErrorCode } from "./errors.ts";
+
+const CODE_FOR_STATUS: Record<number, ErrorCode> = {
+  400: "VALIDATION_ERROR",
+  401: "UNAUTHORIZED",
+  403: "FORBIDDEN",
+  404: "NOT_FOUND",
+  405: "METHOD_NOT_ALLOWED",
+  409: "CONFLICT",
+  413: "PAYLOAD_TOO_LARGE",
+  415: "UNSUPPORTED_MEDIA_TYPE",
+  503: "SERVICE_UNAVAILABLE",
+};
+
+/** Every thrown thing as a client error; anything unexpected is logged and reported generically. */
+export function toApiError(error: unknown): ApiError {
+  if (error instanceof ApiError) return error;
+  if (error instanceof HTTPException) {
+    const code = CODE_FOR_STATUS[error.status] ?? "INTERNAL_ERROR";
+    // Hono's own messages ("Malformed JSON in request body") are safe to pass on.
+    return new ApiError(code, code === "INTERNAL_ERROR" ? "internal error" : error.message || code.toLowerCase());
+  }
+  const mapped = fromPgError(error);
+  if (mapped) return mapped;
+  if (isUnavailable(error)) return new ApiError("SERVICE_UNAVAILABLE", "the database is unavailable");
+  return new ApiError("INTERNAL_ERROR", "internal error");
+}
+
+export function handleError(error: unknown, c: Context) {
+  const apiError = toApiError(error);
+  if (apiError.code === "INTERNAL_ERROR") {
+    // The stack goes to the server's log, never to the client. The id ties the two together.
+    const id = crypto.randomUUID();
+    console.error(`[${id}] ${c.req.method} ${c.req.path} failed:`, error);
+    return failure(c, new ApiError("INTERNAL_ERROR", "internal error", { request_id: id }));
+  }
+  return failure(c, apiError);
+}

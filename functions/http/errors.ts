@@ -1,0 +1,53 @@
+import type { ContentfulStatusCode } from "hono/utils/http-status";
+
+/** The error codes of the contract (DECISIONS.md) and the status each one carries. */
+export const ERROR_STATUS = {
+  VALIDATION_ERROR: 400,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  INTERNAL_ERROR: 500,
+  SERVICE_UNAVAILABLE: 503,
+} as const satisfies Record<string, ContentfulStatusCode>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+/** One offending field: `{field: "sub_group_id", issue: "does not belong to super_group_id"}`. */
+export interface FieldIssue {
+  field: string;
+  issue: string;
+}
+
+export type ErrorDetails = FieldIssue | FieldIssue[] | string | Record<string, unknown> | unknown[];
+
+/** An error meant for the client: its code, message and details are sent as they are. */
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly details?: ErrorDetails;
+  readonly headers?: Record<string, string>;
+
+  constructor(code: ErrorCode, message: string, details?: ErrorDetails, headers?: Record<string, string>) {
+    super(message);
+    this.name = "ApiError";
+    this.code = code;
+    this.details = details;
+    this.headers = headers;
+  }
+
+  get status(): ContentfulStatusCode {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+export const badRequest = (message: string, details?: ErrorDetails) => new ApiError("VALIDATION_ERROR", message, details);
+export const invalidField = (field: string, issue: string) =>
+  new ApiError("VALIDATION_ERROR", `${field}: ${issue}`, { field, issue });
+export const unauthorized = (message = "missing or invalid credential") => new ApiError("UNAUTHORIZED", message);
+export const forbidden = (message: string) => new ApiError("FORBIDDEN", message);
+export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not found`);
+export const conflict = (message: string, details?: ErrorDetails) => new ApiError("CONFLICT", message, details);
+export const serviceUnavailable = (message = "the database is unavailable") => new ApiError("SERVICE_UNAVAILABLE", message);

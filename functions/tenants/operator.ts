@@ -1,0 +1,69 @@
+import { issueKey } from "../api-keys/data.ts";
+import type { Database } from "../db/database.ts";
+import { badRequest, conflict, notFound } from "../http/errors.ts";
+
+/**
+ * Operator actions (the `camp` CLI, first start of the embedded default).
+ * Creating tenants and users is not something the API role may do, so these
+ * run as the connecting role; keys are still issued inside the tenant's scope,
+ * through the same code as the API.
+ */
+
+export type Role = "admin" | "staff";
+
+export interface UserRef {
+  tenant_id: string;
+  user_id: string;
+  email: string;
+  role: Role;
+}
+
+export async function addUser(db: Database, tenantId: string, email: string, role: Role): Promise<UserRef> {
+  return db.asOwner(async (sql) => {
+    const tenant = await sql.one("select id from public.tenants where id = $1", [tenantId]);
+    if (!tenant) throw notFound("tenant");
+    const existing = await sql.one("select id from public.users where tenant_id = $1 and lower(email) = lower($2)", [
+      tenantId,
+      email,
+    ]);
+    if (existing) throw conflict(`a user with e-mail ${email} already exists in this tenant`);
+    const user = await sql.one<{ id: string }>(
+      "insert into public.users (tenant_id, email, role) values ($1, $2, $3) returning id",
+      [tenantId, email, role],
+    );
+    return { tenant_id: tenantId, user_id: (user as { id: string }).id, email, role };
+  });
+}
+
+export async function createTenant(db: Database, name: string, adminEmail: string) {
+  const tenant = await db.asOwner((sql) =>
+    sql.one<{ id: string }>("insert into public.tenants (name) values ($1) returning id", [name.trim()]),
+  );
+  const tenantId = (tenant as { id: string }).id;
+  const admin = await addUser(db, tenantId, adminEmail, "admin");
+  const { key } = await issueKeyFor(db, admin);
+  return { tenant_id: tenantId, user_id: admin.user_id, api_key: key };
+}
+
+/** Users with this e-mail, in any tenant (an e-mail is unique only per tenant). */
+export async function findUsers(db: Database, email: string, tenantId?: string): Promise<UserRef[]> {
+  return db.asOwner((sql) =>
+    sql.query<UserRef>(
+      `select tenant_id, id as user_id, email, role from public.users
+       where lower(email) = lower($1) and ($2::uuid is null or tenant_id = $2::uuid) order by created_at`,
+      [email, tenantId ?? null],
+    ),
+  );
+}
+
+/** The one user an e-mail (and optional tenant) names, or a clear error. */
+export async function resolveUser(db: Database, email: string, tenantId?: string): Promise<UserRef> {
+  const users = await findUsers(db, email, tenantId);
+  if (users.length === 0) throw notFound("user");
+  if (users.length > 1) throw badRequest(`${email} is a user of several tenants; name one with --tenant`);
+  return users[0] as UserRef;
+}
+
+export async function issueKeyFor(db: Database, user: UserRef) {
+  return db.asTenant({ tenantId: user.tenant_id, userId: user.user_id, role: user.role }, (sql) => issueKey(sql, user.user_id));
+}

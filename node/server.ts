@@ -1,0 +1,53 @@
+import { serve } from "@hono/node-server";
+import { createApp } from "../functions/app.ts";
+import { loadConfig } from "../functions/config.ts";
+import { Database } from "../functions/db/database.ts";
+import { createTenant } from "../functions/tenants/operator.ts";
+import { resolveDatabase, say } from "./runtime.ts";
+
+const DEMO_ADMIN = "admin@demo.camp";
+
+/** On the first start of the embedded default, a tenant to try the API with. */
+async function createDemoTenantOnce(db: Database, port: number) {
+  const [row] = await db.query<{ n: number }>("select count(*)::int as n from public.tenants");
+  if (row && row.n > 0) return;
+  const demo = await createTenant(db, "Demo camps", DEMO_ADMIN);
+  say("");
+  say(`Created a demo tenant with admin ${DEMO_ADMIN}. Its API key (shown only now):`);
+  say(`  ${demo.api_key}`);
+  say("Try it:");
+  say(`  curl -s -H 'X-API-Key: ${demo.api_key}' http://localhost:${port}/api/v1/api-keys/my-key`);
+  say("");
+}
+
+export async function startServer(env: Record<string, string | undefined> = process.env) {
+  const config = loadConfig(env);
+  const database = await resolveDatabase(config);
+  const db = new Database(database.url, { max: config.DB_POOL_SIZE });
+  if (database.embedded) await createDemoTenantOnce(db, config.PORT);
+
+  const app = createApp({ db, config });
+  const server = serve({ fetch: app.fetch, port: config.PORT, hostname: "0.0.0.0" }, (info) =>
+    say(`camp service listening on http://localhost:${info.port} (database: ${database.embedded ? "embedded" : "DATABASE_URL"})`),
+  );
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    say(`${signal}: stopping`);
+    await new Promise<void>((done) => server.close(() => done()));
+    await db.close();
+    await database.stop();
+    process.exit(0);
+  };
+  process.on("SIGINT", () => void stop("SIGINT"));
+  process.on("SIGTERM", () => void stop("SIGTERM"));
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  startServer().catch((error) => {
+    say(`could not start: ${(error as Error).message}`);
+    process.exit(1);
+  });
+}

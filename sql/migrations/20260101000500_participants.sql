@@ -1,0 +1,139 @@
+-- =============================================================================
+-- Participants: the people taking part in an instance
+--
+-- Every reference (supergroup, subgroup, block, room) must lie in the
+-- participant's own instance, a subgroup in the participant's supergroup and a
+-- room in the participant's block: composite foreign keys hold all of it, so
+-- no interleaving of requests can break it. user_id is unique per instance
+-- among live participants; a deleted participant's user_id may be reused.
+-- =============================================================================
+
+create table public.participants (
+  id               uuid primary key default gen_random_uuid(),
+  tenant_id        uuid not null default private.request_tenant_id(),
+  instance_id      uuid not null,
+  user_id          text not null constraint participants_user_id_check check (char_length(btrim(user_id)) between 1 and 200),
+  first_name       text not null constraint participants_first_name_check check (char_length(btrim(first_name)) between 1 and 200),
+  surname          text not null constraint participants_surname_check check (char_length(btrim(surname)) between 1 and 200),
+  -- Filled from first_name and surname when not given (see the trigger below).
+  full_name        text not null constraint participants_full_name_check check (char_length(full_name) <= 401),
+  gender           text constraint participants_gender_check check (gender in ('Male', 'Female', 'Other')),
+  pronouns         text constraint participants_pronouns_check check (char_length(pronouns) <= 50),
+  status           text not null default 'active' constraint participants_status_check check (status in ('active', 'inactive')),
+  date_of_birth    date,
+  school_year      text constraint participants_school_year_check check (char_length(school_year) <= 200),
+  rank             text constraint participants_rank_check check (char_length(rank) <= 200),
+  unit_name        text constraint participants_unit_name_check check (char_length(unit_name) <= 200),
+  school_institute text constraint participants_school_institute_check check (char_length(school_institute) <= 200),
+  arrival_date     date,
+  departure_date   date,
+  super_group_id   uuid,
+  sub_group_id     uuid,
+  block_id         uuid,
+  room_id          uuid,
+  room_number      text constraint participants_room_number_check check (char_length(room_number) <= 200),
+  photo_link       text constraint participants_photo_link_check check (char_length(photo_link) <= 2000),
+  created_at       timestamptz not null default now(),
+  updated_at       timestamptz not null default now(),
+  deleted_at       timestamptz,
+  constraint participants_departure_date_check check (departure_date >= arrival_date),
+  -- A subgroup or room is only ever held together with its parent.
+  constraint participants_sub_group_id_check check (sub_group_id is null or super_group_id is not null),
+  constraint participants_room_id_check check (room_id is null or block_id is not null),
+  constraint participants_instance_id_fkey foreign key (tenant_id, instance_id) references public.instances (tenant_id, id),
+  constraint participants_super_group_id_fkey foreign key (instance_id, super_group_id) references public.supergroups (instance_id, id),
+  constraint participants_sub_group_id_fkey foreign key (instance_id, sub_group_id) references public.subgroups (instance_id, id),
+  constraint participants_sub_group_id_parent_fkey foreign key (super_group_id, sub_group_id)
+    references public.subgroups (parent_supergroup_id, id),
+  constraint participants_block_id_fkey foreign key (instance_id, block_id) references public.blocks (instance_id, id),
+  constraint participants_room_id_fkey foreign key (instance_id, room_id) references public.rooms (instance_id, id),
+  constraint participants_room_id_parent_fkey foreign key (block_id, room_id) references public.rooms (block_id, id)
+);
+
+create unique index participants_user_id_key on public.participants (instance_id, user_id) where deleted_at is null;
+-- List shapes: the whole tenant, or one instance, in (created_at, id) order.
+create index participants_list on public.participants (tenant_id, created_at, id) where deleted_at is null;
+create index participants_by_instance on public.participants (instance_id, created_at, id) where deleted_at is null;
+-- Reference filters and the "still referenced" checks of soft deletes.
+create index participants_by_super_group on public.participants (super_group_id, created_at, id) where deleted_at is null;
+create index participants_by_sub_group on public.participants (sub_group_id, created_at, id) where deleted_at is null;
+create index participants_by_block on public.participants (block_id, created_at, id) where deleted_at is null;
+create index participants_by_room on public.participants (room_id, created_at, id) where deleted_at is null;
+
+create trigger participants_touch_updated_at before update on public.participants
+  for each row execute function private.touch_updated_at();
+
+-- The generated full name: first name and surname, trimmed.
+create function private.participant_full_name(p_first_name text, p_surname text) returns text
+  language sql immutable
+  set search_path = ''
+as $$
+  select btrim(coalesce(p_first_name, '') || ' ' || coalesce(p_surname, ''))
+$$;
+grant execute on function private.participant_full_name(text, text) to camp_api;
+
+-- full_name is generated when missing, and follows a name change unless it had
+-- been set to something other than the generated name.
+-- Every write needs a writable instance; each newly set reference must point at
+-- a live row, locked in share mode so that a concurrent soft delete of it waits
+-- for this write and then refuses (and the other way round: this write waits
+-- for the delete and then reports the reference as missing).
+create function private.guard_participant_write() returns trigger
+  language plpgsql
+  set search_path = ''
+as $$
+begin
+  if tg_op = 'INSERT' then
+    if new.full_name is null or btrim(new.full_name) = '' then
+      new.full_name := private.participant_full_name(new.first_name, new.surname);
+    end if;
+  elsif (new.first_name, new.surname) is distinct from (old.first_name, old.surname)
+        and new.full_name is not distinct from old.full_name
+        and old.full_name = private.participant_full_name(old.first_name, old.surname) then
+    new.full_name := private.participant_full_name(new.first_name, new.surname);
+  elsif new.full_name is null or btrim(new.full_name) = '' then
+    new.full_name := private.participant_full_name(new.first_name, new.surname);
+  end if;
+
+  perform private.lock_writable_instance(new.instance_id);
+  if tg_op = 'UPDATE' and new.instance_id is distinct from old.instance_id then
+    perform private.lock_writable_instance(old.instance_id);
+  end if;
+
+  if new.super_group_id is not null and (tg_op = 'INSERT' or new.super_group_id is distinct from old.super_group_id) then
+    perform from public.supergroups where id = new.super_group_id and deleted_at is null for share;
+    if not found then
+      raise exception 'supergroup does not exist' using errcode = 'CA400', column = 'super_group_id';
+    end if;
+  end if;
+  if new.sub_group_id is not null and (tg_op = 'INSERT' or new.sub_group_id is distinct from old.sub_group_id) then
+    perform from public.subgroups where id = new.sub_group_id and deleted_at is null for share;
+    if not found then
+      raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
+    end if;
+  end if;
+  if new.block_id is not null and (tg_op = 'INSERT' or new.block_id is distinct from old.block_id) then
+    perform from public.blocks where id = new.block_id and deleted_at is null for share;
+    if not found then
+      raise exception 'block does not exist' using errcode = 'CA400', column = 'block_id';
+    end if;
+  end if;
+  if new.room_id is not null and (tg_op = 'INSERT' or new.room_id is distinct from old.room_id) then
+    perform from public.rooms where id = new.room_id and deleted_at is null for share;
+    if not found then
+      raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
+    end if;
+  end if;
+  return new;
+end
+$$;
+
+create trigger participants_guard_write before insert or update on public.participants
+  for each row execute function private.guard_participant_write();
+
+alter table public.participants enable row level security;
+create policy "API callers manage the participants of their tenant" on public.participants
+  for all to camp_api
+  using (tenant_id = (select private.request_tenant_id()))
+  with check (tenant_id = (select private.request_tenant_id()));
+grant select, insert, update on public.participants to camp_api;
