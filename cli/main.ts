@@ -103,8 +103,8 @@ export async function main(argv = process.argv): Promise<void> {
   } catch (error) {
     const apiError = toApiError(error);
     const text = apiError.code === "INTERNAL_ERROR" ? (error as Error).message : apiError.message;
-    say(`camp: ${text}`);
-    process.exitCode = 1;
+    // Exit only once the message is flushed: stderr may be a pipe.
+    process.stderr.write(`camp: ${text}\n`, () => process.exit(1));
   }
 }
 

