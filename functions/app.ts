@@ -11,6 +11,7 @@ import { bodyPolicy } from "./http/body-policy.ts";
 import { handleError } from "./http/error-handler.ts";
 import { newRouter } from "./http/openapi.ts";
 import { RouteTable } from "./http/route-table.ts";
+import { participantRoutes } from "./participants/routes.ts";
 
 export interface AppDeps {
   db: Database;
@@ -54,6 +55,7 @@ export function createApp(deps: AppDeps) {
 
   app.route("/", healthRoutes);
   app.route("/api/v1/api-keys", apiKeyRoutes);
+  app.route("/api/v1/participants", participantRoutes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", bearerFormat: "JWT" });

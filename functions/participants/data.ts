@@ -1,0 +1,161 @@
+import type { z } from "@hono/zod-openapi";
+import type { Sql } from "../db/database.ts";
+import { listPage } from "../db/list.ts";
+import {
+  type CreateInput,
+  type ListFilters,
+  type Participant,
+  type UpdateInput,
+  WRITABLE_FIELDS,
+  type WritableField,
+} from "./schemas.ts";
+
+/**
+ * Participant data access. Every statement runs inside the request's tenant
+ * scope: RLS limits it to the caller's tenant, the trigger and the composite
+ * foreign keys of sql/migrations/*_participants.sql hold the rules.
+ */
+
+/** Every field a client reads, and the names of what the participant points at. */
+const COLUMNS = `p.id, p.instance_id, p.user_id, p.first_name, p.surname, p.full_name, p.gender, p.pronouns,
+  p.status, p.date_of_birth, p.school_year, p.rank, p.unit_name, p.school_institute, p.arrival_date,
+  p.departure_date, p.super_group_id, p.sub_group_id, p.block_id, p.room_id, p.room_number, p.photo_link,
+  p.created_at, p.updated_at, sg.name as supergroup_name, sub.name as subgroup_name, b.name as block_name,
+  r.name as room_name`;
+
+/** The names come from the same statement as the rows (one lookup by primary key each). */
+const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
+  left join public.subgroups sub on sub.id = p.sub_group_id
+  left join public.blocks b on b.id = p.block_id
+  left join public.rooms r on r.id = p.room_id`;
+
+/** A row as node-postgres returns it: timestamps are Dates (sent as ISO 8601), dates "YYYY-MM-DD". */
+export type ParticipantRow = Omit<z.infer<typeof Participant>, "created_at" | "updated_at"> & {
+  created_at: Date;
+  updated_at: Date;
+};
+
+/** Columns to write and the SQL expression for each, with the parameters they use. */
+interface Assignments {
+  columns: string[];
+  expressions: string[];
+  params: unknown[];
+}
+
+/**
+ * What a write sets: each field the client sent, plus the fields filled from a
+ * reference when the client sent the reference without them — super_group_id
+ * from the subgroup, block_id and room_number from the room. The filling is
+ * part of the write statement itself (functions of the *_participant_access
+ * migration), so it reads the rows the write's trigger then locks and checks;
+ * a missing subgroup or room is reported by that trigger on the field sent.
+ * `instance` is the SQL for the participant's current instance (updates only).
+ */
+function assignments(input: Partial<Record<WritableField, unknown>>, firstParam: number, instance: string): Assignments {
+  const out: Assignments = { columns: [], expressions: [], params: [] };
+  const sent = (field: WritableField) => input[field] !== undefined;
+  const placeholders = new Map<WritableField, string>();
+  for (const field of WRITABLE_FIELDS) {
+    if (!sent(field)) continue;
+    out.params.push(input[field]);
+    const placeholder = `$${firstParam + out.params.length - 1}`;
+    placeholders.set(field, placeholder);
+    out.columns.push(field);
+    out.expressions.push(placeholder);
+  }
+  const fill = (column: WritableField, expression: string) => {
+    out.columns.push(column);
+    out.expressions.push(expression);
+  };
+  // The instance the participant has after the write: the one sent, else its current one.
+  const inInstance = `${placeholders.get("instance_id") ?? instance}::uuid`;
+  const sub = placeholders.get("sub_group_id");
+  if (sub && input.sub_group_id !== null && !sent("super_group_id")) {
+    fill("super_group_id", `private.supergroup_of_subgroup(${sub}::uuid, ${inInstance})`);
+  }
+  const room = placeholders.get("room_id");
+  const roomRow = `private.room_in_instance(${room}::uuid, ${inInstance})`;
+  if (room && input.room_id !== null && !sent("block_id")) fill("block_id", `(${roomRow}).block_id`);
+  // The room number follows the room unless the client sent its own; clearing the room clears it.
+  if (room && !sent("room_number")) fill("room_number", `(${roomRow}).room_number`);
+  return out;
+}
+
+export async function createParticipant(sql: Sql, input: CreateInput): Promise<ParticipantRow> {
+  const a = assignments(input, 1, "null");
+  const row = await sql.one<ParticipantRow>(
+    `with p as (
+       insert into public.participants (${a.columns.join(", ")}) values (${a.expressions.join(", ")})
+       returning *
+     )
+     select ${COLUMNS} from p ${JOINS}`,
+    a.params,
+  );
+  return row as ParticipantRow;
+}
+
+/** The live participant with this id, or undefined (also for another tenant's id). */
+export async function getParticipant(sql: Sql, id: string): Promise<ParticipantRow | undefined> {
+  return sql.one<ParticipantRow>(
+    `select ${COLUMNS} from public.participants p ${JOINS} where p.id = $1 and p.deleted_at is null`,
+    [id],
+  );
+}
+
+/** Changes the fields the client sent; undefined when there is no live participant with this id. */
+export async function updateParticipant(sql: Sql, id: string, input: UpdateInput): Promise<ParticipantRow | undefined> {
+  const a = assignments(input, 2, "t.instance_id");
+  const set = a.columns.map((column, i) => `${column} = ${a.expressions[i]}`).join(", ");
+  return sql.one<ParticipantRow>(
+    `with p as (
+       update public.participants t set ${set} where t.id = $1 and t.deleted_at is null
+       returning t.*
+     )
+     select ${COLUMNS} from p ${JOINS}`,
+    [id, ...a.params],
+  );
+}
+
+/** Soft delete; false when there is no live participant with this id. */
+export async function deleteParticipant(sql: Sql, id: string): Promise<boolean> {
+  const rows = await sql.query(
+    "update public.participants set deleted_at = now() where id = $1 and deleted_at is null returning id",
+    [id],
+  );
+  return rows.length === 1;
+}
+
+/** `%`, `_` and `\` in a search term match themselves. */
+const likePattern = (term: string) => `%${term.replace(/[\\%_]/g, "\\$&")}%`;
+
+/** Filters that are plain equality on a participant column. */
+const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_id", "block_id", "room_id"] as const;
+
+/**
+ * One page of live participants and their total, in (created_at, id) order.
+ * `q` uses the trigram index on private.participant_search_text (see the
+ * migration that creates it), so the expression here must stay identical.
+ */
+export async function listParticipants(sql: Sql, filters: ListFilters) {
+  const where = ["p.deleted_at is null"];
+  const params: unknown[] = [];
+  for (const field of EQUALITY_FILTERS) {
+    const value = filters[field];
+    if (value === undefined) continue;
+    params.push(value);
+    where.push(`p.${field} = $${params.length}`);
+  }
+  if (filters.q !== undefined) {
+    params.push(likePattern(filters.q));
+    where.push(`private.participant_search_text(p.first_name, p.surname, p.full_name, p.user_id) ilike $${params.length}`);
+  }
+  return listPage<ParticipantRow>(sql, {
+    columns: COLUMNS,
+    from: `public.participants p ${JOINS}`,
+    where,
+    params,
+    orderBy: "p.created_at, p.id",
+    limit: filters.limit,
+    offset: filters.offset,
+  });
+}

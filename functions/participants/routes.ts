@@ -1,0 +1,112 @@
+import { createRoute } from "@hono/zod-openapi";
+import { createMiddleware } from "hono/factory";
+import { list, message, ok } from "../http/envelope.ts";
+import { notFound } from "../http/errors.ts";
+import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { IdParam, isUuid } from "../resources/fields.ts";
+import { createParticipant, deleteParticipant, getParticipant, listParticipants, updateParticipant } from "./data.ts";
+import { CreateBody, ListQuery, Participant, UpdateBody } from "./schemas.ts";
+
+const tags = ["participants"];
+const body = <T extends typeof CreateBody | typeof UpdateBody>(schema: T) => ({
+  body: { content: { "application/json": { schema } }, required: true },
+});
+
+/**
+ * A path id that is not a uuid names no participant: 404, like an id of another
+ * tenant. Checked before the body is validated, so a bad id is 404 whatever the body.
+ */
+const uuidPath = createMiddleware(async (c, next) => {
+  if (!isUuid(c.req.param("id") ?? "")) throw notFound("participant");
+  await next();
+});
+
+const create = createRoute({
+  method: "post",
+  path: "/",
+  summary: "Create a participant",
+  tags,
+  security: authenticated,
+  request: body(CreateBody),
+  responses: { 201: json(dataOf(Participant), "The participant as stored"), ...errors(400, 401, 409) },
+});
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "List live participants, oldest first",
+  tags,
+  security: authenticated,
+  request: { query: ListQuery },
+  responses: { 200: json(listOf(Participant), "One page and the total"), ...errors(400, 401) },
+});
+
+const get = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "Get a participant",
+  tags,
+  security: authenticated,
+  request: { params: IdParam },
+  responses: { 200: json(dataOf(Participant), "The participant"), ...errors(401, 404) },
+});
+
+/** PUT and PATCH are the same partial update (DECISIONS.md). */
+const update = (method: "put" | "patch") =>
+  createRoute({
+    method,
+    path: "/{id}",
+    summary: "Change the given fields of a participant",
+    tags,
+    security: authenticated,
+    request: { params: IdParam, ...body(UpdateBody) },
+    responses: { 200: json(dataOf(Participant), "The participant as stored"), ...errors(400, 401, 404, 409) },
+  });
+
+const remove = createRoute({
+  method: "delete",
+  path: "/{id}",
+  summary: "Soft-delete a participant (its user_id may then be reused)",
+  tags,
+  security: authenticated,
+  request: { params: IdParam },
+  responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409) },
+});
+
+export const participantRoutes = newRouter();
+participantRoutes.use("/:id", uuidPath);
+
+participantRoutes
+  .openapi(create, async (c) => {
+    const input = c.req.valid("json");
+    const row = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
+    return ok(c, row, 201);
+  })
+  .openapi(listRoute, async (c) => {
+    const filters = c.req.valid("query");
+    const page = await c.var.db.asTenant(c.var.principal, (sql) => listParticipants(sql, filters));
+    return list(c, page.rows, page.meta);
+  })
+  .openapi(get, async (c) => {
+    const id = c.req.valid("param").id;
+    const row = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id));
+    if (!row) throw notFound("participant");
+    return ok(c, row);
+  });
+
+for (const method of ["put", "patch"] as const) {
+  participantRoutes.openapi(update(method), async (c) => {
+    const id = c.req.valid("param").id;
+    const input = c.req.valid("json");
+    const row = await c.var.db.asTenant(c.var.principal, (sql) => updateParticipant(sql, id, input));
+    if (!row) throw notFound("participant");
+    return ok(c, row);
+  });
+}
+
+participantRoutes.openapi(remove, async (c) => {
+  const id = c.req.valid("param").id;
+  const deleted = await c.var.db.asTenant(c.var.principal, (sql) => deleteParticipant(sql, id));
+  if (!deleted) throw notFound("participant");
+  return message(c, "participant deleted");
+});
