@@ -4,13 +4,17 @@ import { apiKeyRoutes } from "./api-keys/routes.ts";
 import type { AppEnv } from "./app-env.ts";
 import { bearerVerifier, type TokenVerifier } from "./auth/bearer-token.ts";
 import { authenticate } from "./auth/middleware.ts";
+import { blockRoutes } from "./blocks/routes.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
+import { subgroupRoutes, supergroupRoutes } from "./groups/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { bodyPolicy } from "./http/body-policy.ts";
 import { handleError } from "./http/error-handler.ts";
 import { newRouter } from "./http/openapi.ts";
 import { RouteTable } from "./http/route-table.ts";
+import { instanceRoutes } from "./instances/routes.ts";
+import { roomRoutes } from "./rooms/routes.ts";
 import { participantRoutes } from "./participants/routes.ts";
 
 export interface AppDeps {
@@ -55,6 +59,11 @@ export function createApp(deps: AppDeps) {
 
   app.route("/", healthRoutes);
   app.route("/api/v1/api-keys", apiKeyRoutes);
+  app.route("/api/v1/instances", instanceRoutes);
+  app.route("/api/v1/groups/supergroups", supergroupRoutes);
+  app.route("/api/v1/groups/subgroups", subgroupRoutes);
+  app.route("/api/v1/blocks", blockRoutes);
+  app.route("/api/v1/rooms", roomRoutes);
   app.route("/api/v1/participants", participantRoutes);
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });

@@ -1,0 +1,33 @@
+import { z } from "@hono/zod-openapi";
+import { recordOf, updateOf } from "../resources/derive.ts";
+import { idField, idFilter, LONG_TEXT, optionalText, pagination, requiredText, SHORT_TEXT } from "../resources/fields.ts";
+
+/** The fields supergroups and subgroups share; `type` defaults (in the database) to the kind of group. */
+const groupFields = (defaultType: "supergroup" | "subgroup") => ({
+  name: requiredText(),
+  instance_id: idField().openapi({ description: "Fixed once created: an update may repeat it but not change it." }),
+  description: optionalText(LONG_TEXT),
+  type: z.string().trim().min(1, "must not be empty").max(SHORT_TEXT).optional().openapi({ default: defaultType }),
+  purpose: optionalText(LONG_TEXT),
+  notifications: z.boolean().optional().openapi({ default: true }),
+});
+
+const SupergroupFields = z.object(groupFields("supergroup"));
+const SubgroupFields = z.object({
+  ...groupFields("subgroup"),
+  parent_supergroup_id: idField().openapi({
+    description: "A supergroup of the same instance. Cannot change while participants are in the subgroup.",
+  }),
+});
+
+export const WritableSupergroupFields = Object.keys(SupergroupFields.shape);
+export const CreateSupergroup = SupergroupFields.openapi("CreateSupergroup");
+export const UpdateSupergroup = updateOf(SupergroupFields).openapi("UpdateSupergroup");
+export const Supergroup = recordOf(SupergroupFields).openapi("Supergroup");
+export const SupergroupQuery = z.object({ instance_id: idFilter(), ...pagination(100) });
+
+export const WritableSubgroupFields = Object.keys(SubgroupFields.shape);
+export const CreateSubgroup = SubgroupFields.openapi("CreateSubgroup");
+export const UpdateSubgroup = updateOf(SubgroupFields).openapi("UpdateSubgroup");
+export const Subgroup = recordOf(SubgroupFields).openapi("Subgroup");
+export const SubgroupQuery = z.object({ instance_id: idFilter(), parent_supergroup_id: idFilter(), ...pagination(100) });

@@ -1,0 +1,31 @@
+import { z } from "@hono/zod-openapi";
+import { recordOf, updateOf } from "../resources/derive.ts";
+import { LONG_TEXT, optionalDate, optionalText, pagination, requiredText } from "../resources/fields.ts";
+
+export const InstanceStatus = z.enum(["upcoming", "active", "completed", "archived"]);
+
+/** What a client may write; defaults are the database's (status upcoming). */
+const InstanceFields = z.object({
+  name: requiredText(),
+  description: optionalText(LONG_TEXT),
+  status: InstanceStatus.optional().openapi({
+    default: "upcoming",
+    description: "Any status may follow any other; an archived instance is read-only until its status changes.",
+  }),
+  start_date: optionalDate(),
+  end_date: optionalDate(),
+  location: optionalText(),
+});
+
+/** Caught here when both dates are in the body; the database's check covers an update that sends only one. */
+function datesInOrder(body: { start_date?: string | null; end_date?: string | null }, ctx: z.RefinementCtx) {
+  if (body.start_date && body.end_date && body.end_date < body.start_date) {
+    ctx.addIssue({ code: "custom", path: ["end_date"], message: "must not be before start_date" });
+  }
+}
+
+export const WritableInstanceFields = Object.keys(InstanceFields.shape);
+export const CreateInstance = InstanceFields.superRefine(datesInOrder).openapi("CreateInstance");
+export const UpdateInstance = updateOf(InstanceFields).superRefine(datesInOrder).openapi("UpdateInstance");
+export const Instance = recordOf(InstanceFields).openapi("Instance");
+export const InstanceQuery = z.object({ status: InstanceStatus.optional(), ...pagination(100) });

@@ -1,0 +1,96 @@
+import type { Sql } from "../db/database.ts";
+import { listPage } from "../db/list.ts";
+import type { ListMeta } from "../http/envelope.ts";
+
+export interface TableSpec {
+  /** Schema-qualified table, e.g. `public.blocks`. */
+  table: string;
+  /** What the API returns, in order: never tenant_id or deleted_at. */
+  columns: readonly string[];
+  /** What a client may write; other keys of a body are never used. */
+  writable: readonly string[];
+  /** Columns a list may be filtered on (equality). */
+  filters: readonly string[];
+}
+
+export interface Page<Row> {
+  rows: Row[];
+  meta: ListMeta;
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)?$/;
+
+/** Column names are interpolated into SQL: they come from code, and this makes sure of it. */
+function identifiers(names: readonly string[]): readonly string[] {
+  for (const name of names) if (!IDENTIFIER.test(name)) throw new Error(`not an SQL identifier: ${name}`);
+  return names;
+}
+
+/** The given writable values, in a fixed order, skipping what the client left out. */
+function pick(writable: readonly string[], values: Record<string, unknown>): [string[], unknown[]] {
+  const names = writable.filter((name) => values[name] !== undefined);
+  return [names, names.map((name) => values[name])];
+}
+
+/**
+ * Data access for a tenant table with soft delete. Tenant scoping is RLS's job
+ * (the caller's transaction carries the claims), so no statement here names
+ * tenant_id; a row of another tenant is simply not found. Rules (uniqueness,
+ * membership, archived instances, delete-while-referenced) are the database's:
+ * their errors reach the client through db/pg-errors.ts.
+ */
+export function softDeleteTable<Row extends object = Record<string, unknown>>(spec: TableSpec) {
+  const table = identifiers([spec.table])[0];
+  const writable = identifiers(spec.writable);
+  const filters = identifiers(spec.filters);
+  const returning = identifiers(spec.columns).join(", ");
+
+  return {
+    async get(sql: Sql, id: string): Promise<Row | undefined> {
+      return sql.one<Row>(`select ${returning} from ${table} where id = $1 and deleted_at is null`, [id]);
+    },
+
+    async list(sql: Sql, given: Record<string, unknown>, page: { limit: number; offset: number }): Promise<Page<Row>> {
+      const [names, params] = pick(filters, given);
+      return listPage<Row>(sql, {
+        columns: returning,
+        from: table as string,
+        where: ["deleted_at is null", ...names.map((name, i) => `${name} = $${i + 1}`)],
+        params,
+        orderBy: "created_at, id",
+        ...page,
+      });
+    },
+
+    async insert(sql: Sql, values: Record<string, unknown>): Promise<Row> {
+      const [names, params] = pick(writable, values);
+      const placeholders = params.map((_, i) => `$${i + 1}`).join(", ");
+      const row = await sql.one<Row>(
+        `insert into ${table} (${names.join(", ")}) values (${placeholders}) returning ${returning}`,
+        params,
+      );
+      return row as Row;
+    },
+
+    /** The updated row, or undefined when there is no live row with this id in the tenant. */
+    async update(sql: Sql, id: string, values: Record<string, unknown>): Promise<Row | undefined> {
+      const [names, params] = pick(writable, values);
+      // An empty change still goes through the triggers (archived instance, moves), like any write.
+      const set = names.length > 0 ? names.map((name, i) => `${name} = $${i + 2}`).join(", ") : "updated_at = now()";
+      return sql.one<Row>(`update ${table} set ${set} where id = $1 and deleted_at is null returning ${returning}`, [
+        id,
+        ...params,
+      ]);
+    },
+
+    /** Whether a live row was deleted; a row still referenced makes the database refuse (409). */
+    async softDelete(sql: Sql, id: string): Promise<boolean> {
+      const rows = await sql.query(`update ${table} set deleted_at = now() where id = $1 and deleted_at is null returning id`, [
+        id,
+      ]);
+      return rows.length === 1;
+    },
+  };
+}
+
+export type SoftDeleteTable<Row extends object> = ReturnType<typeof softDeleteTable<Row>>;
