@@ -7,6 +7,7 @@ import { authenticate } from "./auth/middleware.ts";
 import { blockRoutes } from "./blocks/routes.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
+import { mountDocs } from "./docs/routes.ts";
 import { subgroupRoutes, supergroupRoutes } from "./groups/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { bodyPolicy } from "./http/body-policy.ts";
@@ -55,6 +56,8 @@ export function createApp(deps: AppDeps) {
     }),
   );
   app.use("*", bodyPolicy());
+  // Public documentation (openapi.json, /docs): mounted before authentication, whose chain it ends.
+  mountDocs(app);
   app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config)));
 
   app.route("/", healthRoutes);

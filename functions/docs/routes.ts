@@ -1,0 +1,63 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AppEnv } from "../app-env.ts";
+import { notFound } from "../http/errors.ts";
+import { VERSION } from "../version.ts";
+import { DOCS_CSP, DOCS_PAGE, START_SCRIPT } from "./page.ts";
+
+export const OPENAPI_PATH = "/api/v1/openapi.json";
+export const DOCS_PATH = "/docs";
+
+/** The routes that serve the documentation itself; the document describes every other route. */
+export const DOC_ROUTES = [
+  { method: "GET", path: OPENAPI_PATH },
+  { method: "GET", path: DOCS_PATH },
+  { method: "GET", path: `${DOCS_PATH}/assets/:name` },
+];
+
+const CONTENT_TYPES: Record<string, string> = {
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  txt: "text/plain; charset=utf-8",
+};
+
+const DESCRIPTION = [
+  "Multi-tenant administration of camps (instances), their groups, blocks, rooms and participants.",
+  "Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <jwt>`; every call sees only the caller's tenant.",
+  "Success: `{success: true, data, meta?}`; errors: `{success: false, error: {code, message, details?}}`.",
+].join("\n\n");
+
+/**
+ * GET /api/v1/openapi.json (the OpenAPI 3.1 document, built from the same zod
+ * schemas that validate requests) and GET /docs (Swagger UI, served from this
+ * service: no CDN). Public: mount before the authentication middleware, whose
+ * chain the handlers here end.
+ */
+export function mountDocs(app: OpenAPIHono<AppEnv>): void {
+  let document: unknown;
+
+  app.get(OPENAPI_PATH, (c) => {
+    // Built on first request, once every router is mounted.
+    document ??= app.getOpenAPI31Document({
+      openapi: "3.1.0",
+      info: { title: "Camp Administration Service API", version: VERSION, description: DESCRIPTION },
+      // Relative to this document, so it names the right base on Node and under /functions/v1/api.
+      servers: [{ url: "../..", description: "This server" }],
+    });
+    return c.json(document);
+  });
+
+  app.get(DOCS_PATH, (c) => {
+    c.header("Content-Security-Policy", DOCS_CSP);
+    return c.html(DOCS_PAGE);
+  });
+
+  app.get(`${DOCS_PATH}/assets/:name`, async (c) => {
+    const name = c.req.param("name");
+    // Loaded on first use: the 2 MB of Swagger UI stays out of the cold start.
+    const text = name === "start.js" ? START_SCRIPT : (await import("./assets.generated.ts")).ASSETS[name];
+    if (text === undefined) throw notFound("asset");
+    c.header("Content-Type", CONTENT_TYPES[name.split(".").pop() ?? ""] ?? "application/octet-stream");
+    c.header("Cache-Control", "public, max-age=3600");
+    return c.body(text);
+  });
+}

@@ -1,0 +1,33 @@
+// The Supabase Edge Function: the same app as the Node server (functions/app.ts),
+// served by Deno under the function's name. Everything it imports from the
+// repository is reached by relative imports inside the project root, which is
+// what `supabase functions deploy` uploads (see the README, "Deploy to Supabase").
+import { createApp } from "../../../functions/app.ts";
+import { loadConfig } from "../../../functions/config.ts";
+import { Database } from "../../../functions/db/database.ts";
+import { stripFunctionPrefix } from "../../../functions/http/function-prefix.ts";
+
+const FUNCTION_NAME = "api";
+
+const env = Deno.env.toObject();
+// Supabase gives every function SUPABASE_DB_URL; DATABASE_URL is accepted too,
+// so the same entry runs against any Postgres (tests, benchmarks).
+const config = loadConfig({
+  ...env,
+  DATABASE_URL: env.SUPABASE_DB_URL || env.DATABASE_URL,
+  // An isolate serves few requests at once; a small pool spares the database.
+  DB_POOL_SIZE: env.DB_POOL_SIZE || "3",
+});
+if (!config.DATABASE_URL) throw new Error("set SUPABASE_DB_URL or DATABASE_URL");
+
+const db = new Database(config.DATABASE_URL, { max: config.DB_POOL_SIZE });
+const app = createApp({ db, config });
+
+// The runtime ends an idle isolate with this event; the pool's connections go with it.
+addEventListener("beforeunload", () => {
+  void db.close();
+});
+
+Deno.serve({ port: config.PORT, hostname: env.HOSTNAME || "0.0.0.0" }, (request) =>
+  app.fetch(stripFunctionPrefix(request, FUNCTION_NAME)),
+);
