@@ -2,6 +2,13 @@ import { Command, InvalidArgumentError } from "commander";
 import { loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
 import { toApiError } from "../functions/http/error-handler.ts";
+import {
+  checkRoleName,
+  connectionDetails,
+  grantReportingRole,
+  listReportingRoles,
+  revokeReportingRole,
+} from "../functions/reporting/operator.ts";
 import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { startServer } from "../node/server.ts";
@@ -33,13 +40,21 @@ function role(value: string): Role {
   return value;
 }
 
+function reportingRole(value: string): string {
+  try {
+    return checkRoleName(value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+}
+
 /** Opens the configured database (migrating it), runs `work`, and always closes both. */
-async function withDatabase<T>(work: (db: Database) => Promise<T>): Promise<T> {
+async function withDatabase<T>(work: (db: Database, url: string) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env);
   const resolved = await resolveDatabase(config);
   const db = new Database(resolved.url, { max: 4 });
   try {
-    return await work(db);
+    return await work(db, resolved.url);
   } finally {
     await db.close();
     await resolved.stop();
@@ -88,6 +103,28 @@ export function buildProgram(): Command {
         print({ email: target.email, tenant_id: target.tenant_id, api_key: key });
       }),
     );
+
+  const reporting = program.command("reporting").description("manage SQL reporting roles (read-only, one tenant each)");
+  reporting
+    .command("grant")
+    .description("create a login role bound to a tenant; prints its connection details and password, once")
+    .requiredOption("--tenant <tenant_id>", "the tenant the role may read", uuid)
+    .requiredOption("--role <name>", "the new role's name (lower case, e.g. report_alice)", reportingRole)
+    .action((options: { tenant: string; role: string }) =>
+      withDatabase(async (db, url) => {
+        const grant = await grantReportingRole(db, options.tenant, options.role);
+        print({ ...grant, ...connectionDetails(url, grant) });
+      }),
+    );
+  reporting
+    .command("revoke")
+    .description("drop a reporting role and end its sessions; prints {role, tenant_id, dropped}")
+    .requiredOption("--role <name>", "the role to drop", reportingRole)
+    .action((options: { role: string }) => withDatabase(async (db) => print(await revokeReportingRole(db, options.role))));
+  reporting
+    .command("list")
+    .description("list reporting roles; prints one JSON line per role")
+    .action(() => withDatabase(async (db) => (await listReportingRoles(db)).forEach(print)));
 
   program
     .command("serve")
