@@ -297,3 +297,35 @@ describe("blocks and rooms in an archived instance", () => {
     for (const attempt of attempts) expect((await attempt()).status).toBeLessThan(300);
   });
 });
+
+describe("simultaneous creates", () => {
+  it("of one block name and one room number give exactly one 201 each, the rest 409", async () => {
+    const instance = await newInstance();
+    const blocks = await Promise.all(Array.from({ length: 6 }, () => api.post(BLOCKS, { name: "Race", instance_id: instance })));
+    expect(blocks.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+
+    const block = blocks.find((r) => r.status === 201)?.body.data.id;
+    const rooms = await Promise.all(
+      Array.from({ length: 6 }, () => api.post(ROOMS, { room_number: "R1", instance_id: instance, block_id: block })),
+    );
+    expect(rooms.map((r) => r.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+  });
+
+  it("of a room and a delete of its block never leave a live room in a deleted block", async () => {
+    for (let round = 0; round < 5; round++) {
+      const instance = await newInstance();
+      const block = await newBlock(instance, `Race ${round}`);
+      const [room, removal] = await Promise.all([
+        api.post(ROOMS, { room_number: "1", instance_id: instance, block_id: block }),
+        api.delete(`${BLOCKS}/${block}`),
+      ]);
+      // Either order is fine; both succeeding is not.
+      expect([room.status, removal.status].sort()).toEqual(room.status === 201 ? [201, 409] : [200, 400]);
+      const orphans = await t().admin(
+        `select count(*)::int as n from public.rooms r join public.blocks b on b.id = r.block_id
+         where r.deleted_at is null and b.deleted_at is not null`,
+      );
+      expect(orphans.rows[0].n).toBe(0);
+    }
+  });
+});
