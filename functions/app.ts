@@ -15,14 +15,19 @@ import { handleError } from "./http/error-handler.ts";
 import { newRouter } from "./http/openapi.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
-import { roomRoutes } from "./rooms/routes.ts";
 import { participantRoutes } from "./participants/routes.ts";
+import { defaultPhotoStore } from "./photos/default-store.ts";
+import { photoRoutes } from "./photos/routes.ts";
+import type { PhotoStore } from "./photos/store.ts";
+import { roomRoutes } from "./rooms/routes.ts";
 
 export interface AppDeps {
   db: Database;
   config: Config;
   /** Defaults to verification against the configured secret / JWKS. */
   verifyToken?: TokenVerifier;
+  /** Where photos are kept; defaults to Supabase Storage when its URL and key are configured. */
+  photoStore?: PhotoStore;
 }
 
 /**
@@ -68,6 +73,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/blocks", blockRoutes);
   app.route("/api/v1/rooms", roomRoutes);
   app.route("/api/v1/participants", participantRoutes);
+  app.route("/api/v1/photos", photoRoutes(deps.photoStore ?? defaultPhotoStore(deps.config)));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", bearerFormat: "JWT" });

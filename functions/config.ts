@@ -16,6 +16,8 @@ const schema = z.object({
   PHOTO_STORAGE: z.enum(["file", "supabase"]).default("file"),
   SUPABASE_URL: z.string().url().optional(),
   SUPABASE_SERVICE_ROLE_KEY: z.string().min(1).optional(),
+  /** The address clients reach the service at, for links it returns (photo_link); unset → the request's origin. */
+  PUBLIC_URL: z.string().url().optional(),
   /** Comma-separated allowed origins; unset allows any origin (without cookies). */
   CORS_ORIGINS: z.string().optional(),
   /** Connections per server process. */

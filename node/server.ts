@@ -1,8 +1,12 @@
+import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import { createApp } from "../functions/app.ts";
-import { loadConfig } from "../functions/config.ts";
+import { type Config, loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
+import { supabasePhotoStore } from "../functions/photos/default-store.ts";
+import type { PhotoStore } from "../functions/photos/store.ts";
 import { createTenant } from "../functions/tenants/operator.ts";
+import { FilePhotoStore } from "./photo-files.ts";
 import { resolveDatabase, say } from "./runtime.ts";
 
 const DEMO_ADMIN = "admin@demo.camp";
@@ -20,15 +24,26 @@ async function createDemoTenantOnce(db: Database, port: number) {
   say("");
 }
 
+/** PHOTO_STORAGE: files under DATA_DIR/photos (the default) or Supabase Storage. */
+function photoStore(config: Config): { store: PhotoStore; where: string } {
+  if (config.PHOTO_STORAGE === "supabase") return { store: supabasePhotoStore(config), where: "Supabase Storage" };
+  const store = new FilePhotoStore(join(config.DATA_DIR, "photos"));
+  return { store, where: store.root };
+}
+
 export async function startServer(env: Record<string, string | undefined> = process.env) {
   const config = loadConfig(env);
+  const photos = photoStore(config);
   const database = await resolveDatabase(config);
   const db = new Database(database.url, { max: config.DB_POOL_SIZE });
   if (database.embedded) await createDemoTenantOnce(db, config.PORT);
 
-  const app = createApp({ db, config });
+  const app = createApp({ db, config, photoStore: photos.store });
   const server = serve({ fetch: app.fetch, port: config.PORT, hostname: "0.0.0.0" }, (info) =>
-    say(`camp service listening on http://localhost:${info.port} (database: ${database.embedded ? "embedded" : "DATABASE_URL"})`),
+    say(
+      `camp service listening on http://localhost:${info.port} ` +
+        `(database: ${database.embedded ? "embedded" : "DATABASE_URL"}; photos: ${photos.where})`,
+    ),
   );
 
   let stopping = false;

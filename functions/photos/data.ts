@@ -1,0 +1,78 @@
+import type { Sql } from "../db/database.ts";
+import { conflict, notFound } from "../http/errors.ts";
+import { isUuid } from "../resources/fields.ts";
+import type { PhotoType } from "./limits.ts";
+
+/** A participant as the photo endpoints need it. */
+export interface PhotoOwner {
+  id: string;
+  photo_key: string | null;
+  photo_content_type: PhotoType | null;
+  photo_size: number | null;
+  photo_sha256: string | null;
+}
+
+export interface PhotoRecord {
+  key: string;
+  contentType: PhotoType;
+  size: number;
+  sha256: string;
+  link: string;
+}
+
+/**
+ * The live participant a path's userId names: its id, or else its user_id
+ * when exactly one live participant of the tenant (of `instanceId`, when
+ * given) has it. 404 otherwise, 409 when a user_id is ambiguous.
+ */
+export async function findPhotoOwner(sql: Sql, userId: string, instanceId?: string): Promise<PhotoOwner> {
+  const rows = await sql.query<PhotoOwner & { by_id: boolean }>(
+    `select id, photo_key, photo_content_type, photo_size, photo_sha256, coalesce(id = $1::uuid, false) as by_id
+     from public.participants
+     where deleted_at is null
+       and (id = $1::uuid or user_id = $2)
+       and ($3::uuid is null or instance_id = $3::uuid)
+     order by by_id desc
+     limit 3`,
+    [isUuid(userId) ? userId : null, userId, instanceId ?? null],
+  );
+  const [first] = rows;
+  if (!first) throw notFound("participant");
+  if (!first.by_id && rows.length > 1) {
+    throw conflict("this user_id belongs to participants of several instances; pass ?instance_id= to choose one", {
+      field: "userId",
+      issue: "matches more than one participant",
+    });
+  }
+  const { by_id: _, ...owner } = first;
+  return owner;
+}
+
+/**
+ * Makes `photo` the participant's current photo and returns the key it
+ * replaces (null when there was none). The row is locked, so concurrent
+ * uploads for one participant are applied one after the other and each sees
+ * the key the previous one left. 404 when the participant was deleted meanwhile.
+ */
+export async function recordPhoto(sql: Sql, participantId: string, photo: PhotoRecord): Promise<string | null> {
+  const current = await sql.one<{ photo_key: string | null }>(
+    "select photo_key from public.participants where id = $1 and deleted_at is null for update",
+    [participantId],
+  );
+  if (!current) throw notFound("participant");
+  await sql.query(
+    `update public.participants
+     set photo_key = $2, photo_content_type = $3, photo_size = $4, photo_sha256 = $5, photo_link = $6
+     where id = $1`,
+    [participantId, photo.key, photo.contentType, photo.size, photo.sha256, photo.link],
+  );
+  return current.photo_key;
+}
+
+/** The key the participant's row holds now, deleted or not. */
+export async function currentPhotoKey(sql: Sql, participantId: string): Promise<string | null> {
+  const row = await sql.one<{ photo_key: string | null }>("select photo_key from public.participants where id = $1", [
+    participantId,
+  ]);
+  return row?.photo_key ?? null;
+}

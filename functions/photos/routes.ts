@@ -1,0 +1,134 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../app-env.ts";
+import { acceptBody } from "../http/body-policy.ts";
+import { notFound } from "../http/errors.ts";
+import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
+import { idFilter } from "../resources/fields.ts";
+import { findPhotoOwner } from "./data.ts";
+import { ALLOWED_PHOTO_TYPES, MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
+import { preparePhoto, savePhoto, storeCall } from "./service.ts";
+import type { PhotoStore } from "./store.ts";
+import { readPhotoPart } from "./upload.ts";
+
+// The upload path takes multipart bodies up to the photo limit plus framing;
+// the file part itself is held to exactly 5,242,880 bytes by readPhotoPart.
+acceptBody({
+  pattern: /^\/api\/v1\/photos\/user\/[^/]+\/?$/,
+  mediaTypes: ["multipart/form-data"],
+  maxBytes: MAX_PHOTO_BYTES + MULTIPART_OVERHEAD_BYTES,
+  limitText: "photos are limited to 5 MB (5,242,880 bytes)",
+});
+
+const Params = z.object({
+  userId: z.string().openapi({
+    param: { name: "userId", in: "path" },
+    description: "The participant's id, or its user_id when that names exactly one live participant",
+  }),
+});
+const Query = z.object({
+  instance_id: idFilter().openapi({ description: "Chooses among participants of several instances sharing a user_id" }),
+});
+
+const UploadResult = z
+  .object({
+    success: z.literal(true),
+    data: z.object({
+      participant_id: z.string().uuid(),
+      photo_link: z.string().url(),
+      content_type: z.enum(ALLOWED_PHOTO_TYPES as [string, ...string[]]),
+      size: z.number().int(),
+    }),
+    meta: z.object({ max_bytes: z.literal(MAX_PHOTO_BYTES), allowed_types: z.array(z.string()) }),
+  })
+  .openapi("PhotoUpload");
+
+const binary = { schema: { type: "string" as const, format: "binary" } };
+const tags = ["photos"];
+
+const upload = createRoute({
+  method: "post",
+  path: "/user/{userId}",
+  summary: "Upload or replace a participant's photo (JPEG, PNG, GIF or WebP; at most 5 MB; metadata removed)",
+  tags,
+  security: authenticated,
+  request: {
+    params: Params,
+    query: Query,
+    body: {
+      required: true,
+      // Documentation only: a plain schema, so no validator buffers the body; readPhotoPart streams it.
+      content: {
+        "multipart/form-data": {
+          schema: { type: "object", properties: { photo: { type: "string", format: "binary" } }, required: ["photo"] },
+        },
+      },
+    },
+  },
+  responses: { 200: json(UploadResult, "The stored photo"), ...errors(400, 401, 404, 409, 413, 415, 503) },
+});
+
+const download = createRoute({
+  method: "get",
+  path: "/user/{userId}",
+  summary: "A participant's current photo (ETag and If-None-Match supported)",
+  tags,
+  security: authenticated,
+  request: { params: Params, query: Query },
+  responses: {
+    200: { description: "The photo", content: Object.fromEntries(ALLOWED_PHOTO_TYPES.map((type) => [type, binary])) },
+    304: { description: "Not modified (If-None-Match matched the ETag)" },
+    ...errors(400, 401, 404, 409, 503),
+  },
+});
+
+/** The API address of a participant's photo: what photo_link is set to. */
+function photoLink(c: Context<AppEnv>, participantId: string): string {
+  const base = (c.var.config.PUBLIC_URL ?? new URL(c.req.url).origin).replace(/\/+$/, "");
+  return `${base}/api/v1/photos/user/${participantId}`;
+}
+
+/** If-None-Match holds this ETag (weak or strong form) or `*`. */
+function matches(ifNoneMatch: string | undefined, etag: string): boolean {
+  if (!ifNoneMatch) return false;
+  return ifNoneMatch.split(",").some((tag) => {
+    const value = tag.trim();
+    return value === "*" || value === etag || value === `W/${etag}`;
+  });
+}
+
+export function photoRoutes(store: PhotoStore) {
+  return newRouter()
+    .openapi(upload, async (c) => {
+      const { userId } = c.req.valid("param");
+      const { instance_id } = c.req.valid("query");
+      const { db, principal } = c.var;
+      const owner = await db.asTenant(principal, (sql) => findPhotoOwner(sql, userId, instance_id));
+      const photo = await preparePhoto(await readPhotoPart(c.req.raw));
+      const data = await savePhoto({ db, store, principal }, owner.id, photo, photoLink(c, owner.id));
+      return c.json(
+        { success: true as const, data, meta: { max_bytes: MAX_PHOTO_BYTES, allowed_types: ALLOWED_PHOTO_TYPES } },
+        200,
+      );
+    })
+    .openapi(download, async (c) => {
+      const { userId } = c.req.valid("param");
+      const { instance_id } = c.req.valid("query");
+      const owner = await c.var.db.asTenant(c.var.principal, (sql) => findPhotoOwner(sql, userId, instance_id));
+      if (!owner.photo_key || !owner.photo_sha256 || !owner.photo_content_type) throw notFound("photo");
+      const etag = `"${owner.photo_sha256}"`;
+      const headers = { ETag: etag, "Cache-Control": "private", "X-Content-Type-Options": "nosniff" };
+      if (matches(c.req.header("if-none-match"), etag)) return c.body(null, 304, headers);
+      const key = owner.photo_key;
+      const stream = await storeCall(() => store.get(key));
+      if (!stream) {
+        console.error(`photo object ${key} is missing from the store`);
+        throw notFound("photo");
+      }
+      return c.body(stream, 200, {
+        ...headers,
+        "Content-Type": owner.photo_content_type,
+        "Content-Length": String(owner.photo_size),
+      });
+    });
+}

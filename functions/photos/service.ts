@@ -1,0 +1,97 @@
+import type { Principal } from "../auth/principal.ts";
+import type { Database } from "../db/database.ts";
+import { ApiError } from "../http/errors.ts";
+import { currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
+import { detectPhotoType } from "./detect.ts";
+import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";
+import { InvalidImageError, stripMetadata } from "./metadata/index.ts";
+import { type PhotoStore, PhotoStoreError } from "./store.ts";
+
+export interface PreparedPhoto {
+  bytes: Uint8Array;
+  contentType: PhotoType;
+  sha256: string;
+}
+
+const unsupported = (message: string) =>
+  new ApiError("UNSUPPORTED_MEDIA_TYPE", message, { field: "photo", issue: `must be one of ${ALLOWED_PHOTO_TYPES.join(", ")}` });
+
+async function sha256Hex(bytes: Uint8Array): Promise<string> {
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Type from the bytes (415 otherwise), metadata removed in place, content hash. */
+export async function preparePhoto(received: Uint8Array): Promise<PreparedPhoto> {
+  const contentType = await detectPhotoType(received);
+  if (!contentType) throw unsupported("the photo is not a JPEG, PNG, GIF or WebP image (judged by its content)");
+  let bytes: Uint8Array;
+  try {
+    bytes = stripMetadata(received, contentType);
+  } catch (error) {
+    if (error instanceof InvalidImageError) throw unsupported(`the photo is ${error.message}`);
+    throw error;
+  }
+  return { bytes, contentType, sha256: await sha256Hex(bytes) };
+}
+
+export const photoKey = (tenantId: string, participantId: string, photo: PreparedPhoto) =>
+  `${tenantId}/${participantId}/${photo.sha256}.${PHOTO_TYPES[photo.contentType]}`;
+
+/** A store failure is the storage service's, not the client's: 503, with the cause in the log only. */
+export async function storeCall<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!(error instanceof PhotoStoreError)) throw error;
+    console.error("photo storage failed:", error);
+    throw new ApiError("SERVICE_UNAVAILABLE", "photo storage is unavailable");
+  }
+}
+
+export interface PhotoContext {
+  db: Database;
+  store: PhotoStore;
+  principal: Principal;
+}
+
+/**
+ * Removes an object unless the participant's row points at it now. Runs after
+ * the outcome is known, so it never fails the request: when unsure (database
+ * or store unreachable) the object stays and the log says so — an object
+ * left behind is better than a link to nothing.
+ */
+async function discard(ctx: PhotoContext, participantId: string, key: string): Promise<void> {
+  try {
+    const current = await ctx.db.asTenant(ctx.principal, (sql) => currentPhotoKey(sql, participantId));
+    if (current !== key) await ctx.store.delete(key);
+  } catch (error) {
+    console.error(`photo clean-up failed; object ${key} may be left behind:`, error);
+  }
+}
+
+/**
+ * Stores the photo, then points the participant at it in one transaction.
+ * If that transaction fails the new object is removed; once it commits, the
+ * replaced object is removed. The key is the content hash, so uploading the
+ * same photo again rewrites the same object and removes nothing.
+ */
+export async function savePhoto(ctx: PhotoContext, participantId: string, photo: PreparedPhoto, link: string) {
+  const record: PhotoRecord = {
+    key: photoKey(ctx.principal.tenantId, participantId, photo),
+    contentType: photo.contentType,
+    size: photo.bytes.length,
+    sha256: photo.sha256,
+    link,
+  };
+  await storeCall(() => ctx.store.put(record.key, photo.bytes, photo.contentType));
+  let replaced: string | null;
+  try {
+    replaced = await ctx.db.asTenant(ctx.principal, (sql) => recordPhoto(sql, participantId, record));
+  } catch (error) {
+    await discard(ctx, participantId, record.key);
+    throw error;
+  }
+  if (replaced && replaced !== record.key) await discard(ctx, participantId, replaced);
+  return { participant_id: participantId, photo_link: link, content_type: record.contentType, size: record.size };
+}

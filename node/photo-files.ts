@@ -1,0 +1,94 @@
+import { randomBytes } from "node:crypto";
+import type { Dirent } from "node:fs";
+import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { Readable } from "node:stream";
+import { assertPhotoKey, type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
+
+const TEMP_SUFFIX = ".tmp";
+
+const isMissing = (error: unknown) => (error as { code?: string }).code === "ENOENT";
+
+function failed(operation: string, error: unknown): PhotoStoreError {
+  return new PhotoStoreError(`photo file ${operation} failed: ${(error as Error).message}`, { cause: error });
+}
+
+/**
+ * Photos as files under a directory (DATA_DIR/photos by default):
+ * `<root>/<tenant_id>/<participant_id>/<sha256>.<ext>`. A write goes to a
+ * temporary file that is synced and then renamed over the final name, so a
+ * reader sees the whole old object or the whole new one, never part of one.
+ */
+export class FilePhotoStore implements PhotoStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    this.root = resolve(root);
+  }
+
+  private path(key: string): string {
+    assertPhotoKey(key);
+    return join(this.root, ...key.split("/"));
+  }
+
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    const path = this.path(key);
+    const temp = `${path}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`;
+    try {
+      await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+      const file = await open(temp, "wx", 0o600);
+      try {
+        await file.writeFile(bytes);
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+      await rename(temp, path);
+    } catch (error) {
+      await rm(temp, { force: true }).catch(() => {});
+      throw failed("write", error);
+    }
+  }
+
+  async get(key: string): Promise<ReadableStream<Uint8Array> | undefined> {
+    const path = this.path(key);
+    try {
+      // Open first, so a missing file is an answer here and not an error mid-stream.
+      const file = await open(path, "r");
+      return Readable.toWeb(file.createReadStream()) as ReadableStream<Uint8Array>;
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw failed("read", error);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    const path = this.path(key);
+    try {
+      // The participant's folder stays: a concurrent upload may be about to write into it.
+      await rm(path, { force: true });
+    } catch (error) {
+      throw failed("delete", error);
+    }
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const keys: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      let entries: Dirent[];
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if (isMissing(error)) return;
+        throw failed("list", error);
+      }
+      for (const entry of entries) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) await walk(path);
+        else if (!entry.name.endsWith(TEMP_SUFFIX)) keys.push(relative(this.root, path).split(sep).join("/"));
+      }
+    };
+    await walk(this.root);
+    return keys.filter((key) => key.startsWith(prefix)).sort();
+  }
+}
