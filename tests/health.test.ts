@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
-import { call, testApp } from "./support/fixtures.ts";
 import { useTestDatabase } from "./support/database.ts";
+import { call, testApp } from "./support/fixtures.ts";
 
 const t = useTestDatabase();
 
