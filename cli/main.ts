@@ -12,6 +12,7 @@ import {
 import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { startServer } from "../node/server.ts";
+import { type IssueAllOptions, issueAll } from "./issue-all.ts";
 
 /**
  * `camp`: the operator's command line. JSON meant for scripts goes to stdout,
@@ -103,6 +104,13 @@ export function buildProgram(): Command {
         print({ email: target.email, tenant_id: target.tenant_id, api_key: key });
       }),
     );
+
+  keys
+    .command("issue-all")
+    .description("issue a key for every user of the tenant without one; prints one JSON line {email, user_id, api_key} per key")
+    .requiredOption("--tenant <tenant_id>", "the tenant", uuid)
+    .option("--out <file>", "write the key lines to this new file (mode 0600) instead of stdout; never overwrites")
+    .action((options: IssueAllOptions) => withDatabase((db) => issueAll(db, options)));
 
   const reporting = program.command("reporting").description("manage SQL reporting roles (read-only, one tenant each)");
   reporting
