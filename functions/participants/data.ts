@@ -17,14 +17,14 @@ import {
  */
 
 /** Every field a client reads, and the names of what the participant points at. */
-const COLUMNS = `p.id, p.instance_id, p.user_id, p.first_name, p.surname, p.full_name, p.gender, p.pronouns,
+export const COLUMNS = `p.id, p.instance_id, p.user_id, p.first_name, p.surname, p.full_name, p.gender, p.pronouns,
   p.status, p.date_of_birth, p.school_year, p.rank, p.unit_name, p.school_institute, p.arrival_date,
   p.departure_date, p.super_group_id, p.sub_group_id, p.block_id, p.room_id, p.room_number, p.photo_link,
   p.created_at, p.updated_at, sg.name as supergroup_name, sub.name as subgroup_name, b.name as block_name,
   r.name as room_name`;
 
 /** The names come from the same statement as the rows (one lookup by primary key each). */
-const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
+export const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
   left join public.subgroups sub on sub.id = p.sub_group_id
   left join public.blocks b on b.id = p.block_id
   left join public.rooms r on r.id = p.room_id`;
@@ -132,11 +132,11 @@ const likePattern = (term: string) => `%${term.replace(/[\\%_]/g, "\\$&")}%`;
 const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_id", "block_id", "room_id"] as const;
 
 /**
- * One page of live participants and their total, in (created_at, id) order.
- * `q` uses the trigram index on private.participant_search_text (see the
- * migration that creates it), so the expression here must stay identical.
+ * The list's conditions on `p`, also used by the CSV export. `q` uses the
+ * trigram index on private.participant_search_text (see the migration that
+ * creates it), so the expression here must stay identical.
  */
-export async function listParticipants(sql: Sql, filters: ListFilters) {
+export function listConditions(filters: Omit<ListFilters, "limit" | "offset">): { where: string[]; params: unknown[] } {
   const where = ["p.deleted_at is null"];
   const params: unknown[] = [];
   for (const field of EQUALITY_FILTERS) {
@@ -149,6 +149,12 @@ export async function listParticipants(sql: Sql, filters: ListFilters) {
     params.push(likePattern(filters.q));
     where.push(`private.participant_search_text(p.first_name, p.surname, p.full_name, p.user_id) ilike $${params.length}`);
   }
+  return { where, params };
+}
+
+/** One page of live participants and their total, in (created_at, id) order. */
+export async function listParticipants(sql: Sql, filters: ListFilters) {
+  const { where, params } = listConditions(filters);
   return listPage<ParticipantRow>(sql, {
     columns: COLUMNS,
     from: `public.participants p ${JOINS}`,
