@@ -31,7 +31,8 @@ export class FilePhotoStore implements PhotoStore {
     return join(this.root, ...key.split("/"));
   }
 
-  async put(key: string, bytes: Uint8Array): Promise<void> {
+  /** The content type is not kept: the database row holds it, and serves it. */
+  async put(key: string, bytes: Uint8Array, _contentType?: string): Promise<void> {
     const path = this.path(key);
     const temp = `${path}.${randomBytes(6).toString("hex")}${TEMP_SUFFIX}`;
     try {
