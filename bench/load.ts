@@ -1,0 +1,182 @@
+import { execFileSync } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { cpus, loadavg } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { say } from "../node/runtime.ts";
+import { runApi, sendOne } from "./api.ts";
+import {
+  countParticipants,
+  createSeeded,
+  databaseName,
+  dropDatabase,
+  removeBenchWrites,
+  scaleDatabase,
+  sibling,
+} from "./databases.ts";
+import { loadFixtures } from "./fixtures.ts";
+import { compile, runRaw } from "./raw.ts";
+import { type RunResult, renderTable, type ScaleResult, type ScenarioResult, TARGETS } from "./report.ts";
+import { SCENARIOS, varsSource, WRITE_PREFIX } from "./scenarios.ts";
+import { RESULTS_DIR, readSeedFile, type SeedFile } from "./seed-file.ts";
+import { BenchServer } from "./server-process.ts";
+
+/**
+ * npm run bench [-- --duration 20 --connections 32 --skip-scale --smoke --out DIR]
+ * Load against the Node server on DATABASE_URL's (seeded) database, the raw
+ * baseline of the same statements, and the per-instance list at 10,000 vs
+ * 1,000,000 participants. See bench/README.md.
+ */
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: "string" },
+    connections: { type: "string", default: "32" },
+    warmup: { type: "string" },
+    scenarios: { type: "string", default: SCENARIOS.map((s) => s.name).join(",") },
+    "skip-scale": { type: "boolean", default: false },
+    smoke: { type: "boolean", default: false },
+    out: { type: "string", default: RESULTS_DIR },
+  },
+});
+
+const smoke = args.smoke ?? false;
+const seconds = Number(args.duration ?? (smoke ? 0.5 : 20));
+const warmup = Number(args.warmup ?? (smoke ? 0 : 3));
+const connections = smoke ? 4 : Number(args.connections);
+const poolSize = Number(process.env.DB_POOL_SIZE || 10);
+const SCALES = [10_000, 1_000_000];
+
+function commit(): string {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).trim();
+    return dirty ? `${head}+changes` : head;
+  } catch {
+    return "unknown";
+  }
+}
+
+/** API and raw figures for each scenario on one database. */
+async function measure(url: string, seed: SeedFile, runTag: string): Promise<ScenarioResult[]> {
+  const tenants = await loadFixtures(url, seed);
+  const vars = varsSource(tenants, runTag);
+  const server = await BenchServer.start(url, poolSize);
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  pool.on("error", () => {});
+  const results: ScenarioResult[] = [];
+  try {
+    for (const scenario of SCENARIOS.filter((s) => args.scenarios?.split(",").includes(s.name))) {
+      say(`${scenario.name}: API ${seconds} s…`);
+      const run = { url: server.url, scenario, vars, connections };
+      if (warmup > 0) await runApi({ ...run, seconds: warmup });
+      const first = vars();
+      const statements = await server.capture(() => sendOne(server.url, scenario, first));
+      await server.settleQueryCount();
+      const api = await runApi({ ...run, seconds });
+      const underLoad = (await server.settleQueryCount()) / Math.max(1, api.sent);
+      say(`${scenario.name}: raw ${seconds} s…`);
+      const templates = compile(statements, first);
+      const replay = { pool, templates, vars, connections };
+      if (warmup > 0) await runRaw({ ...replay, seconds: warmup });
+      const raw = await runRaw({ ...replay, seconds });
+      const target = TARGETS[scenario.name];
+      results.push({
+        name: scenario.name,
+        title: scenario.title,
+        api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad },
+        raw: { ...raw, round_trips: statements.length },
+        ratio: api.rps / raw.rps,
+        target_ratio: target,
+        statements: statements.map((s) => s.text.replace(/\s+/g, " ")),
+        load_average: loadavg(),
+      });
+    }
+  } finally {
+    await pool.end();
+    await server.stop();
+    await removeBenchWrites(url, WRITE_PREFIX);
+  }
+  return results;
+}
+
+/** The list scenario alone, on databases of two sizes. */
+async function measureScale(serverUrl: string, runTag: string): Promise<ScaleResult[]> {
+  const list = SCENARIOS.find((s) => s.name === "list");
+  if (!list) return [];
+  const results: ScaleResult[] = [];
+  for (const participants of SCALES) {
+    const url = await scaleDatabase(serverUrl, participants, say);
+    const seed = (await readSeedFile(url)) as SeedFile;
+    const vars = varsSource(await loadFixtures(url, seed), runTag);
+    const server = await BenchServer.start(url, poolSize);
+    try {
+      say(`scale ${participants.toLocaleString("en")}: list ${seconds} s…`);
+      const run = { url: server.url, scenario: list, vars, connections };
+      if (warmup > 0) await runApi({ ...run, seconds: warmup });
+      results.push({ participants, database: databaseName(url), list: await runApi({ ...run, seconds }) });
+    } finally {
+      await server.stop();
+    }
+  }
+  return results;
+}
+
+async function main() {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) throw new Error("set DATABASE_URL (a scratch database; `npm run bench:seed` fills it)");
+  const runTag = Date.now().toString(36);
+  let url = serverUrl;
+  let seed = await readSeedFile(url);
+  if (smoke) {
+    url = (await createSeededSmoke(serverUrl, runTag)).url;
+    seed = await readSeedFile(url);
+  } else if (!seed) {
+    throw new Error(`no seed file for ${databaseName(url)}: run \`npm run bench:seed\` with the same DATABASE_URL first`);
+  }
+  const result: RunResult = {
+    date: new Date().toISOString(),
+    commit: commit(),
+    smoke,
+    cpus: cpus().length,
+    connections,
+    seconds,
+    pool_size: poolSize,
+    database_participants: await countParticipants(url),
+    load_average_before: loadavg(),
+    load_average_after: [],
+    scenarios: [],
+    scale: [],
+  };
+  try {
+    result.scenarios = await measure(url, seed as SeedFile, runTag);
+  } finally {
+    if (smoke) await dropDatabase(serverUrl, databaseName(url));
+  }
+  if (!smoke && !args["skip-scale"]) {
+    result.scale = await measureScale(serverUrl, runTag);
+    const [small, large] = [result.scale[0], result.scale.at(-1)];
+    if (small && large && small !== large) result.scale_ratio = large.list.p50_ms / small.list.p50_ms;
+  }
+  result.load_average_after = loadavg();
+  process.stdout.write(`\n${renderTable(result)}\n`);
+  await mkdir(args.out as string, { recursive: true });
+  const file = join(args.out as string, `${result.date.replace(/[:.]/g, "-")}${smoke ? "-smoke" : ""}.json`);
+  await writeFile(file, `${JSON.stringify(result, null, 2)}\n`);
+  say(`figures written to ${file}`);
+}
+
+/** A tiny database of its own for --smoke, dropped afterwards. */
+async function createSeededSmoke(serverUrl: string, runTag: string) {
+  const name = `${databaseName(serverUrl)}_bench_smoke_${runTag}`;
+  await createSeeded(serverUrl, name, { tenants: 1, instancesPerTenant: 2, participantsPerInstance: 20, staffPerTenant: 1 });
+  return { url: sibling(serverUrl, name) };
+}
+
+main().then(
+  () => process.exit(0),
+  (error) => {
+    say(`bench failed: ${(error as Error).stack ?? error}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,107 @@
+import type pg from "pg";
+import { SLOTS, type Slot, type Vars } from "./scenarios.ts";
+import type { CapturedStatement } from "./server-protocol.ts";
+import { figures, Latencies, type LoadFigures } from "./stats.ts";
+
+/**
+ * The raw baseline: the statements the API sent for one request, replayed
+ * straight through pg on the same pool size and concurrency, with the values
+ * of each replayed request swapped in. Statements the API sent on one pooled
+ * client are sent on one pooled client here too.
+ */
+
+type Part = string | { slot: Slot };
+type Value = { value: unknown } | { slot: Slot };
+
+interface Template {
+  client: number;
+  text: Part[];
+  values?: Value[];
+}
+
+const asString = (v: Vars, slot: Slot): string => (slot === "keyHash" ? v.keyHash.toString("hex") : v[slot]);
+
+/** Finds the request's own values in the captured statements and marks them as slots. */
+export type { Template };
+
+export function compile(statements: CapturedStatement[], from: Vars): Template[] {
+  const textual = SLOTS.filter((s) => s !== "keyHash" && s !== "writeUserId");
+  const pattern = new RegExp(textual.map((s) => asString(from, s)).join("|"), "g");
+  const slotOf = new Map<string, Slot>(SLOTS.map((s) => [asString(from, s), s]));
+  return statements.map((statement) => {
+    const text: Part[] = [];
+    let last = 0;
+    for (const match of statement.text.matchAll(pattern)) {
+      text.push(statement.text.slice(last, match.index), { slot: slotOf.get(match[0]) as Slot });
+      last = match.index + match[0].length;
+    }
+    text.push(statement.text.slice(last));
+    const values = statement.values?.map((value): Value => {
+      const key = typeof value === "object" && value && "bytes" in value ? String(value.bytes) : value;
+      const slot = typeof key === "string" ? slotOf.get(key) : undefined;
+      if (slot) return { slot };
+      if (typeof value === "object" && value && "bytes" in value) return { value: Buffer.from(String(value.bytes), "hex") };
+      return { value };
+    });
+    return { client: statement.client, text, ...(values ? { values } : {}) };
+  });
+}
+
+function bind(template: Template, v: Vars): { text: string; values?: unknown[] } {
+  const text = template.text.map((p) => (typeof p === "string" ? p : asString(v, p.slot))).join("");
+  const values = template.values?.map((x) => ("slot" in x ? (x.slot === "keyHash" ? v.keyHash : v[x.slot]) : x.value));
+  return values ? { text, values } : { text };
+}
+
+async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promise<void> {
+  let i = 0;
+  while (i < templates.length) {
+    const clientNumber = templates[i]?.client;
+    const client = await pool.connect();
+    try {
+      for (; i < templates.length && templates[i]?.client === clientNumber; i++) {
+        const { text, values } = bind(templates[i] as Template, v);
+        await client.query(text, values);
+      }
+      client.release();
+    } catch (error) {
+      client.release(error as Error);
+      throw error;
+    }
+  }
+}
+
+export interface RawRun {
+  /** Sized like the server's pool (DB_POOL_SIZE). */
+  pool: pg.Pool;
+  templates: Template[];
+  vars: () => Vars;
+  connections: number;
+  seconds: number;
+}
+
+/** Runs `connections` loops of replayed requests for `seconds`. */
+export async function runRaw(run: RawRun): Promise<LoadFigures> {
+  const latencies = new Latencies();
+  let requests = 0;
+  let errors = 0;
+  let firstError: string | undefined;
+  const started = performance.now();
+  const deadline = started + run.seconds * 1000;
+  const loop = async () => {
+    while (performance.now() < deadline) {
+      const begin = performance.now();
+      try {
+        await replayOnce(run.pool, run.templates, run.vars());
+        latencies.recordMs(performance.now() - begin);
+      } catch (error) {
+        errors++;
+        firstError ??= (error as Error).message;
+      }
+      requests++;
+    }
+  };
+  await Promise.all(Array.from({ length: run.connections }, loop));
+  const result = figures(requests - errors, errors, (performance.now() - started) / 1000, latencies);
+  return firstError ? { ...result, first_error: firstError } : result;
+}

@@ -1,0 +1,86 @@
+import type { LoadFigures } from "./stats.ts";
+
+/** The figures of one run, as printed and as written to bench/results/<timestamp>.json. */
+
+export interface ScenarioResult {
+  name: string;
+  title: string;
+  /** round_trips: pg queries of one captured request; under load: all queries / requests sent. */
+  api: LoadFigures & { round_trips: number; round_trips_under_load: number; sent: number };
+  raw: LoadFigures & { round_trips: number };
+  /** API requests/s divided by raw requests/s. */
+  ratio: number;
+  target_ratio: number;
+  /** The statements one request issued, in order (values left out). */
+  statements: string[];
+  load_average: number[];
+}
+
+export interface ScaleResult {
+  participants: number;
+  database: string;
+  list: LoadFigures;
+}
+
+export interface RunResult {
+  date: string;
+  commit: string;
+  smoke: boolean;
+  cpus: number;
+  connections: number;
+  seconds: number;
+  pool_size: number;
+  database_participants: number;
+  load_average_before: number[];
+  load_average_after: number[];
+  scenarios: ScenarioResult[];
+  scale: ScaleResult[];
+  /** p50 at the largest scale divided by p50 at the smallest. */
+  scale_ratio?: number;
+}
+
+export const TARGETS = { list: 0.6, get: 0.6, write: 0.5, listP99Ms: 25, scaleRatio: 1.5 };
+
+const num = (n: number, digits = 0) => n.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const cell = (text: string, width: number) => text.padStart(width);
+const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+
+function side(f: LoadFigures & { round_trips: number }): string {
+  return [
+    cell(num(f.rps), 8),
+    cell(num(f.p50_ms, 2), 8),
+    cell(num(f.p99_ms, 2), 8),
+    cell(num(f.errors), 7),
+    cell(num(f.round_trips, 1), 5),
+  ].join("");
+}
+
+export function renderTable(run: RunResult): string {
+  const lines: string[] = [];
+  lines.push(
+    `${run.date}  commit ${run.commit}  ${run.cpus} cpus  load average ${load(run.load_average_before)} → ${load(run.load_average_after)}`,
+  );
+  lines.push(
+    `concurrency ${run.connections}, ${run.seconds} s per side, DB_POOL_SIZE ${run.pool_size}, ${num(run.database_participants)} participants in the database${run.smoke ? "  (SMOKE RUN: figures mean nothing)" : ""}`,
+  );
+  lines.push("");
+  const head = ["   req/s", "  p50 ms", "  p99 ms", " errors", "   rt"].join("");
+  lines.push(`${"scenario".padEnd(50)}│${"API".padEnd(36)}│${"raw pg".padEnd(36)}│ API/raw`);
+  lines.push(`${"".padEnd(50)}│${head}│${head}│`);
+  for (const s of run.scenarios) {
+    const verdict = s.ratio >= s.target_ratio ? "ok" : `< ${s.target_ratio}`;
+    lines.push(`${s.title.padEnd(50)}│${side(s.api)}│${side(s.raw)}│ ${s.ratio.toFixed(2)} (${verdict})`);
+  }
+  lines.push("rt = database round trips per request");
+  for (const s of run.scale) {
+    lines.push(
+      `scale: per-instance list on ${num(s.participants)} participants: p50 ${num(s.list.p50_ms, 2)} ms, p99 ${num(s.list.p99_ms, 2)} ms, ${num(s.list.rps)} req/s, ${s.list.errors} errors`,
+    );
+  }
+  if (run.scale_ratio !== undefined) {
+    lines.push(
+      `scale: p50 at ${num(run.scale.at(-1)?.participants ?? 0)} / p50 at ${num(run.scale[0]?.participants ?? 0)} = ${run.scale_ratio.toFixed(2)} (target ≤ ${TARGETS.scaleRatio})`,
+    );
+  }
+  return lines.join("\n");
+}

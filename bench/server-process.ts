@@ -1,0 +1,101 @@
+import { type ChildProcess, fork } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import type { CapturedStatement, ServerReply, ServerRequest } from "./server-protocol.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** The instrumented Node server (bench/server.ts) in a child process, and the channel to it. */
+export class BenchServer {
+  private output = "";
+
+  private constructor(
+    private readonly child: ChildProcess,
+    readonly url: string,
+  ) {
+    child.stderr?.on("data", (chunk) => {
+      this.output = (this.output + chunk).slice(-4000);
+    });
+  }
+
+  static async start(databaseUrl: string, poolSize: number): Promise<BenchServer> {
+    const port = await freePort();
+    const child = fork(`${ROOT}bench/server.ts`, [], {
+      cwd: ROOT,
+      execArgv: ["--import", "tsx"],
+      env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), DB_POOL_SIZE: String(poolSize) },
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    });
+    const server = new BenchServer(child, `http://127.0.0.1:${port}`);
+    await server.waitUntilHealthy();
+    return server;
+  }
+
+  private async waitUntilHealthy(): Promise<void> {
+    const deadline = Date.now() + 60_000;
+    while (Date.now() < deadline) {
+      if (this.child.exitCode !== null) throw new Error(`the server exited:\n${this.output}`);
+      try {
+        if ((await fetch(`${this.url}/health`)).ok) return;
+      } catch {
+        // Not listening yet.
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(`the server did not answer /health within 60 s:\n${this.output}`);
+  }
+
+  private ask(request: ServerRequest): Promise<ServerReply> {
+    return new Promise((resolve) => {
+      this.child.once("message", (reply) => resolve(reply as ServerReply));
+      this.child.send(request);
+    });
+  }
+
+  /** pg round trips since the last call. */
+  async takeQueryCount(): Promise<number> {
+    const reply = await this.ask({ type: "count" });
+    return reply.type === "count" ? reply.queries : 0;
+  }
+
+  /**
+   * pg round trips since the last call, once the server has gone quiet (the
+   * requests a load left in flight have finished).
+   */
+  async settleQueryCount(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const recent = await this.takeQueryCount();
+      total += recent;
+      if (recent === 0) return total;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  /** The statements of the one request `send` makes with the capture header. */
+  async capture(send: () => Promise<void>): Promise<CapturedStatement[]> {
+    await this.ask({ type: "capture", on: true });
+    await send();
+    const reply = await this.ask({ type: "capture", on: false });
+    return reply.type === "capture" ? reply.statements : [];
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null) return;
+    const exited = new Promise((r) => this.child.once("exit", r));
+    this.child.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+    if (this.child.exitCode === null) this.child.kill("SIGKILL");
+  }
+}

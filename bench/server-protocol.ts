@@ -1,0 +1,14 @@
+/** What bench/load.ts and the instrumented server (bench/server.ts) say to each other over IPC. */
+
+export interface CapturedStatement {
+  /** Which pg client sent it, numbered in order of first use within the capture. */
+  client: number;
+  text: string;
+  values?: unknown[];
+}
+
+export type ServerRequest = { type: "count" } | { type: "capture"; on: boolean };
+export type ServerReply = { type: "count"; queries: number } | { type: "capture"; statements: CapturedStatement[] };
+
+/** Sent by the bench on the one request whose statements it captures. */
+export const CAPTURE_HEADER = "x-bench-capture";

@@ -1,0 +1,34 @@
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { useTestDatabase } from "./support/database.ts";
+import { run, TSX } from "./support/processes.ts";
+
+const t = useTestDatabase();
+let out = "";
+
+afterAll(async () => {
+  if (out) await rm(out, { recursive: true, force: true });
+});
+
+describe("npm run bench -- --smoke", () => {
+  it("seeds a scratch database, loads the API and the raw baseline, and writes the figures", { timeout: 180_000 }, async () => {
+    out = await mkdtemp(join(tmpdir(), "camp-bench-smoke-"));
+    const smoke = await run(TSX, ["bench/load.ts", "--smoke", "--out", out], { ...process.env, DATABASE_URL: t().url }, 170_000);
+    expect(smoke.code, smoke.stderr).toBe(0);
+    expect(smoke.stdout).toContain("API/raw");
+
+    const files = await readdir(out);
+    expect(files).toHaveLength(1);
+    const result = JSON.parse(await readFile(join(out, files[0] as string), "utf8"));
+    expect(result.smoke).toBe(true);
+    expect(result.scenarios.map((s: { name: string }) => s.name)).toEqual(["list", "get", "write"]);
+    for (const scenario of result.scenarios) {
+      expect(scenario.api.requests).toBeGreaterThan(0);
+      expect(scenario.raw.requests).toBeGreaterThan(0);
+      expect(scenario.api.round_trips).toBeGreaterThan(0);
+      expect(scenario.statements.length).toBe(scenario.api.round_trips);
+    }
+  });
+});
