@@ -16,6 +16,7 @@ import { newRouter } from "./http/openapi.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
 import { participantRoutes } from "./participants/routes.ts";
+import { participantBulkRoutes } from "./participants-bulk/routes.ts";
 import { defaultPhotoStore } from "./photos/default-store.ts";
 import { photoRoutes } from "./photos/routes.ts";
 import type { PhotoStore } from "./photos/store.ts";
@@ -72,6 +73,8 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/groups/subgroups", subgroupRoutes);
   app.route("/api/v1/blocks", blockRoutes);
   app.route("/api/v1/rooms", roomRoutes);
+  // Before participantRoutes: its /{id} would otherwise answer /bulk, /export.csv and /import.
+  app.route("/api/v1/participants", participantBulkRoutes);
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(deps.photoStore ?? defaultPhotoStore(deps.config)));
 

@@ -1,0 +1,83 @@
+import type { Principal } from "../auth/principal.ts";
+import type { Database } from "../db/database.ts";
+import { ApiError, conflict, invalidField } from "../http/errors.ts";
+import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
+import { type ColumnMapping, parseImport } from "./csv-import.ts";
+import { findInstances } from "./data.ts";
+import type { RowIssue } from "./rows.ts";
+
+/**
+ * A CSV import, the same for the HTTP endpoint and `camp participants import`:
+ * all or nothing, in one transaction. Any rejected line means nothing is
+ * written, and the error lists every rejected line; a dry run checks
+ * everything the same way and writes nothing.
+ */
+
+export interface ImportRequest {
+  text: string;
+  instanceId: string;
+  dryRun: boolean;
+  /** Called as the phases advance: checking, then writing (rows written so far). */
+  onProgress?: (phase: "checking" | "writing", done: number, total: number) => void;
+}
+
+export interface ImportReport {
+  instance_id: string;
+  dry_run: boolean;
+  /** Participant lines in the file. */
+  lines: number;
+  created: number;
+  columns: ColumnMapping[];
+  ignored_columns: string[];
+}
+
+/** One rejected line: its number, the column (as the header wrote it) and field, and why. */
+export interface LineIssue {
+  line: number;
+  column?: string;
+  field: string;
+  issue: string;
+}
+
+function rejection(issues: RowIssue[], lines: number, columns: ColumnMapping[]): ApiError {
+  const columnOf = new Map<string, string>(columns.map((c) => [c.field, c.column]));
+  const details: LineIssue[] = issues.map(({ at, field, issue }) => {
+    const column = columnOf.get(field);
+    return column === undefined ? { line: at, field, issue } : { line: at, column, field, issue };
+  });
+  return new ApiError("VALIDATION_ERROR", `${failingRows(issues)} of ${lines} lines are invalid; nothing was imported`, details);
+}
+
+export async function importParticipants(
+  db: Database,
+  principal: Pick<Principal, "tenantId" | "userId" | "role">,
+  request: ImportRequest,
+): Promise<ImportReport> {
+  const parsed = parseImport(request.text, request.instanceId);
+  const lines = parsed.candidates.length + new Set(parsed.issues.map((i) => i.at)).size;
+  const report = (created: number): ImportReport => ({
+    instance_id: request.instanceId,
+    dry_run: request.dryRun,
+    lines,
+    created,
+    columns: parsed.columns,
+    ignored_columns: parsed.ignored,
+  });
+  return db.asTenant(principal, async (sql) => {
+    const [instance] = await findInstances(sql, [request.instanceId]);
+    if (!instance) throw invalidField("instance_id", "does not exist");
+    if (instance.status === "archived") {
+      throw conflict("instance is archived and read-only", { field: "instance_id", issue: "instance is archived and read-only" });
+    }
+    request.onProgress?.("checking", 0, lines);
+    const prepared = await prepareRows(sql, parsed.candidates, { label: "line", namesIn: [request.instanceId] });
+    const issues = [...parsed.issues, ...prepared.issues].sort((a, b) => a.at - b.at);
+    if (issues.length > 0) throw rejection(issues, lines, parsed.columns);
+    if (request.dryRun) return report(0);
+    const { created } = await insertPrepared(sql, prepared.ready, {
+      returnRows: false,
+      onProgress: (done, total) => request.onProgress?.("writing", done, total),
+    });
+    return report(created);
+  });
+}

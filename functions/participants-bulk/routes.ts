@@ -1,0 +1,155 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import { acceptBody } from "../http/body-policy.ts";
+import { ok } from "../http/envelope.ts";
+import { ApiError } from "../http/errors.ts";
+import { authenticated, dataOf, errors, json, newRouter } from "../http/openapi.ts";
+import { ListQuery, Participant } from "../participants/schemas.ts";
+import { idField } from "../resources/fields.ts";
+import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
+import { exportCsv } from "./csv-export.ts";
+import { decodeCsv } from "./csv-import.ts";
+import { importParticipants } from "./import.ts";
+
+/**
+ * Bulk work on participants: create many (JSON), export (CSV), import (CSV).
+ * Mounted before the participant routes, whose `/{id}` would otherwise
+ * claim `/bulk`, `/export.csv` and `/import`.
+ */
+
+export const MAX_BULK = 1_000;
+const MB = 1_048_576;
+
+// 1,000 participants with every field filled take about 1.5 MB of JSON.
+acceptBody({
+  pattern: /^\/api\/v1\/participants\/bulk\/?$/,
+  mediaTypes: ["application/json"],
+  maxBytes: 5 * MB,
+  limitText: "bulk create bodies are limited to 5 MB",
+});
+acceptBody({
+  pattern: /^\/api\/v1\/participants\/import\/?$/,
+  mediaTypes: ["text/csv"],
+  maxBytes: 10 * MB,
+  limitText: "CSV imports are limited to 10 MB",
+});
+
+const tags = ["participants"];
+
+const BulkBody = z
+  .object({
+    // Rows are checked one by one in the handler, so that every bad row is reported with its index.
+    participants: z
+      .array(z.unknown())
+      .min(1, "must hold at least one participant")
+      .max(MAX_BULK, `must hold at most ${MAX_BULK} participants`)
+      .openapi({ type: "array", items: { $ref: "#/components/schemas/ParticipantCreate" }, maxItems: MAX_BULK }),
+  })
+  .openapi("ParticipantBulkCreate");
+
+const bulk = createRoute({
+  method: "post",
+  path: "/bulk",
+  summary: `Create up to ${MAX_BULK} participants, all or none`,
+  description:
+    "Either every row is created (201, rows in the order sent) or none is: a 400 whose details list every " +
+    "problem of every row as {index, field, issue}, rule violations (duplicates, references) included. Body limit 5 MB.",
+  tags,
+  security: authenticated,
+  request: { body: { content: { "application/json": { schema: BulkBody } }, required: true } },
+  responses: { 201: json(dataOf(z.array(Participant)), "The participants as stored"), ...errors(400, 401, 413, 415) },
+});
+
+const ExportQuery = ListQuery.omit({ limit: true, offset: true });
+
+const exportRoute = createRoute({
+  method: "get",
+  path: "/export.csv",
+  summary: "Export the participants as CSV",
+  description:
+    "The list's filters, every row (no paging), oldest first; streamed. Header: every participant field, then " +
+    "supergroup_name, subgroup_name, block_name, room_name. UTF-8 with a byte-order mark; cells that would start a " +
+    "spreadsheet formula are prefixed with '.",
+  tags,
+  security: authenticated,
+  request: { query: ExportQuery },
+  responses: {
+    200: { content: { "text/csv": { schema: z.string() } }, description: "The participants, one per line" },
+    ...errors(400, 401),
+  },
+});
+
+const ImportQuery = z.object({
+  instance_id: idField().openapi({ description: "The instance the participants join" }),
+  dry_run: z
+    .enum(["true", "false", "1", "0"], { error: "must be true or false" })
+    .optional()
+    .transform((v) => v === "true" || v === "1"),
+});
+
+const ImportReport = z.object({
+  instance_id: z.string().uuid(),
+  dry_run: z.boolean(),
+  lines: z.number().int(),
+  created: z.number().int(),
+  columns: z.array(z.object({ column: z.string(), field: z.string() })),
+  ignored_columns: z.array(z.string()),
+});
+
+const importRoute = createRoute({
+  method: "post",
+  path: "/import",
+  summary: "Import participants from CSV, all or none",
+  description:
+    "A text/csv body (UTF-8, with or without BOM; at most 10 MB and 20,000 lines). Columns are matched by field " +
+    "name or alias; supergroup, subgroup, block and room may be given by name. 201 with a report when every line " +
+    "is good, 200 for a dry run; otherwise 400 listing every rejected line as {line, column, field, issue}.",
+  tags,
+  security: authenticated,
+  request: {
+    query: ImportQuery,
+    body: { content: { "text/csv": { schema: z.string() } }, required: true },
+  },
+  responses: {
+    200: json(dataOf(ImportReport), "Dry run: every line is good, nothing written"),
+    201: json(dataOf(ImportReport), "Every line imported"),
+    ...errors(400, 401, 409, 413, 415),
+  },
+});
+
+export const participantBulkRoutes = newRouter();
+
+participantBulkRoutes
+  .openapi(bulk, async (c) => {
+    const candidates = c.req.valid("json").participants.map((input, at) => ({ at, input }));
+    const rows = await c.var.db.asTenant(c.var.principal, async (sql) => {
+      const prepared = await prepareRows(sql, candidates, { label: "row" });
+      if (prepared.issues.length > 0) {
+        const details = prepared.issues.map(({ at, field, issue }) => ({ index: at, field, issue }));
+        const message = `${failingRows(prepared.issues)} of ${candidates.length} rows are invalid; nothing was created`;
+        throw new ApiError("VALIDATION_ERROR", message, details);
+      }
+      return (await insertPrepared(sql, prepared.ready, { returnRows: true })).rows ?? [];
+    });
+    return ok(c, rows, 201);
+  })
+  .openapi(exportRoute, async (c) => {
+    const body = await exportCsv(c.var.db, c.var.principal, c.req.valid("query"));
+    return c.body(body, 200, {
+      "Content-Type": "text/csv; charset=utf-8",
+      "Content-Disposition": 'attachment; filename="participants.csv"',
+      "Cache-Control": "no-store",
+    }) as never;
+  })
+  .openapi(importRoute, async (c) => {
+    const { instance_id, dry_run } = c.req.valid("query");
+    const charset = /charset=([^;]+)/i
+      .exec(c.req.header("content-type") ?? "")?.[1]
+      ?.trim()
+      .toLowerCase();
+    if (charset && !["utf-8", "utf8", "us-ascii"].includes(charset.replace(/"/g, ""))) {
+      throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "CSV must be UTF-8", { field: "content-type", issue: `charset ${charset}` });
+    }
+    const text = decodeCsv(new Uint8Array(await c.req.arrayBuffer()));
+    const report = await importParticipants(c.var.db, c.var.principal, { text, instanceId: instance_id, dryRun: dry_run });
+    return dry_run ? ok(c, report, 200) : ok(c, report, 201);
+  });
