@@ -4,7 +4,8 @@ import { notFound } from "../http/errors.ts";
 import { VERSION } from "../version.ts";
 import { DOCS_CSP, DOCS_PAGE, START_SCRIPT } from "./page.ts";
 
-export const OPENAPI_PATH = "/api/v1/openapi.json";
+// A template literal: the deploy bundler reads quoted strings after `export` as import paths.
+export const OPENAPI_PATH = `/api/v1/openapi.json`;
 export const DOCS_PATH = "/docs";
 
 /** The routes that serve the documentation itself; the document describes every other route. */
