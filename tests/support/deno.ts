@@ -34,7 +34,7 @@ export function startFunction(env: Record<string, string>, options: { cwd?: stri
   const cwd = options.cwd ?? ROOT;
   const child: ChildProcess = spawn(DENO, ["run", ...RUN_FLAGS, "--config", DENO_CONFIG, ENTRY], {
     cwd,
-    env: denoEnv({ PORT: "0", HOSTNAME: "127.0.0.1", ...env }),
+    env: denoEnv({ PORT: "0", HOST: "127.0.0.1", ...env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

@@ -10,11 +10,12 @@ import { stripFunctionPrefix } from "../../../functions/http/function-prefix.ts"
 const FUNCTION_NAME = "api";
 
 const env = Deno.env.toObject();
-// Supabase gives every function SUPABASE_DB_URL; DATABASE_URL is accepted too,
-// so the same entry runs against any Postgres (tests, benchmarks).
+// Supabase gives every function SUPABASE_DB_URL (a direct connection). A
+// DATABASE_URL secret wins over it, e.g. the transaction-mode pooler's URL; it
+// also points the entry at any Postgres (tests, benchmarks).
 const config = loadConfig({
   ...env,
-  DATABASE_URL: env.SUPABASE_DB_URL || env.DATABASE_URL,
+  DATABASE_URL: env.DATABASE_URL || env.SUPABASE_DB_URL,
   // An isolate serves few requests at once; a small pool spares the database.
   DB_POOL_SIZE: env.DB_POOL_SIZE || "3",
 });
@@ -28,6 +29,9 @@ addEventListener("beforeunload", () => {
   void db.close();
 });
 
-Deno.serve({ port: config.PORT, hostname: env.HOSTNAME || "0.0.0.0" }, (request) =>
-  app.fetch(stripFunctionPrefix(request, FUNCTION_NAME)),
-);
+const handler = (request: Request) => app.fetch(stripFunctionPrefix(request, FUNCTION_NAME));
+
+// On Supabase the edge runtime owns the socket; elsewhere (tests, benchmarks,
+// `npm run serve:edge`) Deno listens on PORT and HOST.
+if ("EdgeRuntime" in globalThis) Deno.serve(handler);
+else Deno.serve({ port: config.PORT, hostname: env.HOST || "0.0.0.0" }, handler);

@@ -1,0 +1,238 @@
+/**
+ * npm run bench:edge [-- --duration 10 --connections 16 --starts 7 --participants 2000]
+ *
+ * The Edge Function entry under Deno against the Node server, on one database:
+ *   1. cold start: from spawning `deno run supabase/functions/api/index.ts` to
+ *      its first 200 on /health (packages already in Deno's cache, as they are
+ *      in a deployed bundle), several starts;
+ *   2. throughput of GET /api/v1/participants (a 50-row page of a tenant with
+ *      `--participants` rows) with autocannon, Node first, then Deno, same pool
+ *      size and connections.
+ * Targets (issue 5): Deno at least 80% of Node's requests/s; cold start under 300 ms.
+ * Needs DATABASE_URL (a server where it may create and drop a scratch database).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import pg from "pg";
+import { Database } from "../functions/db/database.ts";
+import { createTenant } from "../functions/tenants/operator.ts";
+import { migrate } from "../node/migrate.ts";
+
+const ROOT = fileURLToPath(new URL("../", import.meta.url));
+const DENO = `${ROOT}node_modules/.bin/deno`;
+const DENO_DIR = `${ROOT}node_modules/.cache/deno`;
+const TARGETS = { denoShareOfNode: 0.8, coldStartMs: 300 };
+
+const { values: args } = parseArgs({
+  options: {
+    duration: { type: "string", default: "10" },
+    warmup: { type: "string", default: "2" },
+    connections: { type: "string", default: "16" },
+    starts: { type: "string", default: "7" },
+    participants: { type: "string", default: "2000" },
+    pool: { type: "string", default: "10" },
+  },
+});
+const duration = Number(args.duration);
+const connections = Number(args.connections);
+const pool = String(Number(args.pool));
+
+const say = (line: string) => process.stderr.write(`${line}\n`);
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+interface Server {
+  origin: string;
+  child: ChildProcess;
+  /** Milliseconds from spawn to the first 200 on the health path. */
+  startMs: number;
+}
+
+/** Spawns a server and polls its health path until it answers 200 (bounded). */
+async function startServer(command: string, argv: string[], env: NodeJS.ProcessEnv, healthPath: string): Promise<Server> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const started = performance.now();
+  const child = spawn(command, argv, {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let output = "";
+  child.stderr?.on("data", (chunk) => {
+    output = (output + chunk).slice(-3000);
+  });
+  const deadline = started + 120_000;
+  while (performance.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${command} exited:\n${output}`);
+    try {
+      if ((await fetch(`${origin}${healthPath}`)).status === 200) {
+        return { origin, child, startMs: performance.now() - started };
+      }
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((r) => setTimeout(r, 2));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`${command} did not answer ${healthPath} in time:\n${output}`);
+}
+
+async function stop(server: Server): Promise<void> {
+  if (server.child.exitCode !== null) return;
+  await new Promise<void>((done) => {
+    server.child.once("exit", () => done());
+    server.child.kill("SIGTERM");
+  });
+}
+
+const denoServer = (databaseUrl: string) =>
+  startServer(
+    DENO,
+    [
+      "run",
+      "--allow-net",
+      "--allow-env",
+      "--allow-read",
+      "--node-modules-dir=none",
+      "--config",
+      "supabase/functions/api/deno.json",
+      "supabase/functions/api/index.ts",
+    ],
+    { DATABASE_URL: databaseUrl, DB_POOL_SIZE: pool, DENO_DIR, NO_COLOR: "1" },
+    "/api/health",
+  );
+
+const nodeServer = (databaseUrl: string) =>
+  startServer(`${ROOT}node_modules/.bin/tsx`, ["node/server.ts"], { DATABASE_URL: databaseUrl, DB_POOL_SIZE: pool }, "/health");
+
+async function load(url: string, key: string, seconds: number) {
+  const result = await autocannon({ url, connections, duration: seconds, headers: { "x-api-key": key } });
+  return {
+    requestsPerSecond: result.requests.average,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+/** A scratch database with one tenant, one instance and `count` participants in it. */
+async function seed(serverUrl: string, count: number) {
+  const name = `camp_bench_edge_${randomBytes(4).toString("hex")}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  await migrate(url.toString());
+  const db = new Database(url.toString(), { max: 2 });
+  const tenant = await createTenant(db, "Bench tenant", "bench@example.test");
+  await db.asOwner(async (sql) => {
+    const instance = await sql.one<{ id: string }>(
+      "insert into public.instances (tenant_id, name, status) values ($1, 'Bench camp', 'active') returning id",
+      [tenant.tenant_id],
+    );
+    await sql.query(
+      `insert into public.participants (tenant_id, instance_id, user_id, first_name, surname)
+       select $1, $2, 'bench-' || n, 'First' || n, 'Surname' || n from generate_series(1, $3) as n`,
+      [tenant.tenant_id, instance?.id, count],
+    );
+  });
+  await db.close();
+  return { name, url: url.toString(), key: tenant.api_key };
+}
+
+async function main() {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) throw new Error("set DATABASE_URL to a Postgres server where a scratch database may be created");
+  const data = await seed(serverUrl, Number(args.participants));
+  say(`seeded ${args.participants} participants in ${data.name}`);
+  try {
+    // The first start fills Deno's package cache; it is not a cold start of a deployed function.
+    await stop(await denoServer(data.url));
+    const starts: number[] = [];
+    for (let i = 0; i < Number(args.starts); i++) {
+      const server = await denoServer(data.url);
+      starts.push(server.startMs);
+      await stop(server);
+    }
+    starts.sort((a, b) => a - b);
+    const coldStart = {
+      medianMs: starts[Math.floor(starts.length / 2)] ?? Number.NaN,
+      minMs: starts[0] ?? Number.NaN,
+      maxMs: starts[starts.length - 1] ?? Number.NaN,
+    };
+    say(
+      `Deno cold start: median ${coldStart.medianMs.toFixed(0)} ms (min ${coldStart.minMs.toFixed(0)}, max ${coldStart.maxMs.toFixed(0)})`,
+    );
+
+    const results: Record<string, Awaited<ReturnType<typeof load>>> = {};
+    for (const [label, start, path] of [
+      ["node", nodeServer, "/api/v1/participants?limit=50"],
+      ["deno", denoServer, "/api/api/v1/participants?limit=50"],
+    ] as const) {
+      const server = await start(data.url);
+      try {
+        await load(`${server.origin}${path}`, data.key, Number(args.warmup));
+        results[label] = await load(`${server.origin}${path}`, data.key, duration);
+        say(
+          `${label}: ${results[label].requestsPerSecond.toFixed(0)} req/s, p50 ${results[label].p50Ms} ms, p99 ${results[label].p99Ms} ms`,
+        );
+      } finally {
+        await stop(server);
+      }
+    }
+    const node = results.node as Awaited<ReturnType<typeof load>>;
+    const deno = results.deno as Awaited<ReturnType<typeof load>>;
+    const share = deno.requestsPerSecond / node.requestsPerSecond;
+    const report = {
+      at: new Date().toISOString(),
+      settings: { duration, connections, pool: Number(pool), participants: Number(args.participants), page: 50 },
+      coldStart: { ...coldStart, samplesMs: starts.map((s) => Math.round(s)) },
+      throughput: { node, deno, denoShareOfNode: share },
+      targets: TARGETS,
+      met: { throughput: share >= TARGETS.denoShareOfNode, coldStart: coldStart.medianMs < TARGETS.coldStartMs },
+    };
+    process.stdout.write(
+      [
+        "",
+        "| measure | Node | Deno | target | met |",
+        "|---|---|---|---|---|",
+        `| GET /api/v1/participants req/s | ${node.requestsPerSecond.toFixed(0)} | ${deno.requestsPerSecond.toFixed(0)} (${(share * 100).toFixed(0)}%) | Deno ≥ 80% of Node | ${report.met.throughput ? "yes" : "NO"} |`,
+        `| latency p50 / p99 ms | ${node.p50Ms} / ${node.p99Ms} | ${deno.p50Ms} / ${deno.p99Ms} | | |`,
+        `| Deno cold start ms (median of ${starts.length}) | | ${coldStart.medianMs.toFixed(0)} | < 300 | ${report.met.coldStart ? "yes" : "NO"} |`,
+        "",
+      ].join("\n"),
+    );
+    const dir = join(ROOT, "bench", "results");
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, `edge-vs-node-${Date.now()}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    const admin = new pg.Client({ connectionString: serverUrl });
+    await admin.connect();
+    await admin.query(`drop database if exists ${data.name} with (force)`);
+    await admin.end();
+  }
+}
+
+main().catch((error) => {
+  say(`bench:edge failed: ${(error as Error).message}`);
+  process.exit(1);
+});
