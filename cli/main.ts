@@ -13,6 +13,7 @@ import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../f
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { startServer } from "../node/server.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";
+import { type ImportOptions, importFile } from "./participants-import.ts";
 
 /**
  * `camp`: the operator's command line. JSON meant for scripts goes to stdout,
@@ -27,7 +28,7 @@ const print = (value: unknown): void => {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function uuid(value: string): string {
-  if (!UUID.test(value)) throw new InvalidArgumentError("must be a tenant id (uuid)");
+  if (!UUID.test(value)) throw new InvalidArgumentError("must be an id (uuid)");
   return value.toLowerCase();
 }
 
@@ -111,6 +112,15 @@ export function buildProgram(): Command {
     .requiredOption("--tenant <tenant_id>", "the tenant", uuid)
     .option("--out <file>", "write the key lines to this new file (mode 0600) instead of stdout; never overwrites")
     .action((options: IssueAllOptions) => withDatabase((db) => issueAll(db, options)));
+
+  const participants = program.command("participants").description("work with a tenant's participants");
+  participants
+    .command("import <file>")
+    .description("import participants from a CSV file, all or none; prints a JSON report, rejected lines go to stderr")
+    .requiredOption("--instance <instance_id>", "the instance they join (it decides the tenant)", uuid)
+    .option("--tenant <tenant_id>", "refuse unless the instance belongs to this tenant", uuid)
+    .option("--dry-run", "check every line, write nothing")
+    .action((file: string, options: ImportOptions) => withDatabase(async (db) => print(await importFile(db, file, options))));
 
   const reporting = program.command("reporting").description("manage SQL reporting roles (read-only, one tenant each)");
   reporting

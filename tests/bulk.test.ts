@@ -240,7 +240,11 @@ describe("POST /api/v1/participants/bulk", () => {
     const anonymous = await call(app, "POST", BULK, { body: { participants: [row()] } });
     expect(anonymous.status).toBe(401);
     expect(anonymous.body.error.code).toBe("UNAUTHORIZED");
-    const csv = await call(app, "POST", BULK, { key, raw: "a,b\n1,2\n", headers: { "Content-Type": "text/csv" } });
+    const csv = await call(app, "POST", BULK, {
+      key,
+      raw: "a,b\n1,2\n",
+      headers: { "Content-Type": "text/csv", "Content-Length": "8" },
+    });
     expect(csv.status).toBe(415);
   });
 
