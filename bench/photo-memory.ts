@@ -127,7 +127,7 @@ async function main() {
       const res = await fetch(`${base}/${participant}`, {
         method: "POST",
         headers: { "X-API-Key": tenant.api_key, "Content-Type": type },
-        body: new Uint8Array(body.buffer, body.byteOffset, body.length),
+        body: new Uint8Array(body),
       });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`upload answered ${res.status}: ${text}`);
