@@ -53,11 +53,13 @@ describe("the camp CLI", () => {
       [["keys", "issue", "a@cubs.test"], /active API key/],
       [["no-such-command"], /unknown command/],
     ];
-    for (const [args, message] of cases) {
-      const res = await camp(...args);
+    // Each case is its own process; run them side by side.
+    const results = await Promise.all(cases.map(([args]) => camp(...args)));
+    cases.forEach(([args, message], i) => {
+      const res = results[i] as Awaited<ReturnType<typeof camp>>;
       expect({ args, code: res.code }).toEqual({ args, code: 1 });
       expect(res.stdout).toBe("");
       expect(res.stderr).toMatch(message);
-    }
-  });
+    });
+  }, 120_000);
 });
