@@ -11,7 +11,6 @@ import {
 } from "../functions/reporting/operator.ts";
 import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
-import { startServer } from "../node/server.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";
 import { type ImportOptions, importFile } from "./participants-import.ts";
 
@@ -147,7 +146,8 @@ export function buildProgram(): Command {
   program
     .command("serve")
     .description("start the HTTP server (same as npm start)")
-    .action(() => startServer());
+    // Imported on demand: the server pulls in the whole app, which the other commands do not need.
+    .action(async () => (await import("../node/server.ts")).startServer());
 
   return program;
 }

@@ -8,7 +8,8 @@ const t = useTestDatabase();
 /** `camp <args>` against this file's database. */
 const camp = (...args: string[]) => run(TSX, ["cli/main.ts", ...args], { DATABASE_URL: t().url });
 
-describe("the camp CLI", () => {
+// Every case starts real processes; a loaded machine makes them slow, never wrong.
+describe("the camp CLI", { timeout: 120_000 }, () => {
   it("migrate reports an up-to-date database", async () => {
     const res = await camp("migrate");
     expect(res.code).toBe(0);
@@ -61,5 +62,5 @@ describe("the camp CLI", () => {
       expect(res.stdout).toBe("");
       expect(res.stderr).toMatch(message);
     });
-  }, 120_000);
+  });
 });
