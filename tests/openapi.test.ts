@@ -97,6 +97,12 @@ describe("GET /docs", () => {
     }
   });
 
+  it("answers 404 NOT_FOUND, not a crash, for the page with a trailing slash", async () => {
+    const res = await call(app, "GET", "/docs/");
+    expect(res.status).toBe(404);
+    expect(res.body.error.code).toBe("NOT_FOUND");
+  });
+
   it("answers 404 NOT_FOUND for an asset it does not have", async () => {
     const res = await call(app, "GET", "/docs/assets/missing.js");
     expect(res.status).toBe(404);

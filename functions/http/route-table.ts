@@ -16,7 +16,8 @@ function compile(path: string): RegExp {
       return part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
     })
     .join("/");
-  return new RegExp(`^${source}/?$`);
+  // Exact: Hono routes strictly, so `/health/` has no handler and must be a 404 here, not a 500 later.
+  return new RegExp(`^${source}$`);
 }
 
 /**
