@@ -143,9 +143,15 @@ export async function exportPage(sql: Sql, filters: ExportFilters, after: PageCu
     where.push(`(p.created_at, p.id) > ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
   }
   params.push(size);
+  // The page is cut before the joins, as in the list: names are looked up for its rows only.
   return sql.query<ExportRow>(
-    `select ${COLUMNS}, p.created_at::text as cursor_at from public.participants p ${JOINS}
-     where ${where.join(" and ")} order by p.created_at, p.id limit $${params.length}`,
+    `select ${COLUMNS}, p.created_at::text as cursor_at
+     from (
+       select * from public.participants p where ${where.join(" and ")}
+       order by p.created_at, p.id limit $${params.length}
+     ) p
+     ${JOINS}
+     order by p.created_at, p.id`,
     params,
   );
 }
