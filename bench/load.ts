@@ -70,6 +70,9 @@ async function measure(url: string, seed: SeedFile, runTag: string): Promise<Sce
       say(`${scenario.name}: API ${seconds} s…`);
       const run = { url: server.url, scenario, vars, connections };
       if (warmup > 0) await runApi({ ...run, seconds: warmup });
+      // Captured with the server quiet: a request waiting for a pooled client
+      // would otherwise run on in the context of the request that released it.
+      await server.settleQueryCount();
       const first = vars();
       const statements = await server.capture(() => sendOne(server.url, scenario, first));
       await server.settleQueryCount();

@@ -15,6 +15,7 @@ type Value = { value: unknown } | { slot: Slot };
 
 interface Template {
   client: number;
+  name?: string;
   text: Part[];
   values?: Value[];
 }
@@ -43,14 +44,15 @@ export function compile(statements: CapturedStatement[], from: Vars): Template[]
       if (typeof value === "object" && value && "bytes" in value) return { value: Buffer.from(String(value.bytes), "hex") };
       return { value };
     });
-    return { client: statement.client, text, ...(values ? { values } : {}) };
+    return { client: statement.client, text, ...(statement.name ? { name: statement.name } : {}), ...(values ? { values } : {}) };
   });
 }
 
-function bind(template: Template, v: Vars): { text: string; values?: unknown[] } {
+function bind(template: Template, v: Vars): pg.QueryConfig {
   const text = template.text.map((p) => (typeof p === "string" ? p : asString(v, p.slot))).join("");
   const values = template.values?.map((x) => ("slot" in x ? (x.slot === "keyHash" ? v.keyHash : v[x.slot]) : x.value));
-  return values ? { text, values } : { text };
+  // A named statement's text never holds request values (they are parameters), so its name stays valid.
+  return { text, ...(template.name ? { name: template.name } : {}), ...(values ? { values } : {}) };
 }
 
 async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promise<void> {
@@ -60,8 +62,7 @@ async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promis
     const client = await pool.connect();
     try {
       for (; i < templates.length && templates[i]?.client === clientNumber; i++) {
-        const { text, values } = bind(templates[i] as Template, v);
-        await client.query(text, values);
+        await client.query(bind(templates[i] as Template, v));
       }
       client.release();
     } catch (error) {

@@ -4,6 +4,8 @@ export interface CapturedStatement {
   /** Which pg client sent it, numbered in order of first use within the capture. */
   client: number;
   text: string;
+  /** Set when the API sent it as a named (prepared) statement; the replay does the same. */
+  name?: string;
   values?: unknown[];
 }
 

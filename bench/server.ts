@@ -41,8 +41,9 @@ proto.query = function (this: pg.Client, config: unknown, values?: unknown, call
       clientIds.set(this, client);
     }
     const text = typeof config === "string" ? config : (config as { text: string }).text;
+    const name = typeof config === "string" ? undefined : (config as { name?: string }).name;
     const params = Array.isArray(values) ? values : (config as { values?: unknown[] }).values;
-    capture.push({ client, text, ...(params ? { values: params.map(serialisable) } : {}) });
+    capture.push({ client, text, ...(name ? { name } : {}), ...(params ? { values: params.map(serialisable) } : {}) });
   }
   return original.call(this, config, values, callback);
 };

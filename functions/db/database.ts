@@ -22,13 +22,36 @@ export const API_ROLE = "camp_api";
 const STATEMENT_TIMEOUT = "15s";
 const MAX_ATTEMPTS = 3;
 
+/**
+ * Parameterised statements are sent as named (prepared) statements: each
+ * connection parses and plans a statement text once, and Postgres may keep a
+ * generic plan, where an unnamed statement is parsed, analysed and planned on
+ * every request (planning the participant list costs more than running it).
+ * The names are per process and bounded, as are the texts worth preparing:
+ * one-off texts (bulk inserts of n rows) go unnamed.
+ */
+const MAX_NAMED_STATEMENTS = 1_000;
+const MAX_NAMED_TEXT = 16_384;
+const statementNames = new Map<string, string>();
+
+function statement(text: string, values: unknown[] | undefined): pg.QueryConfig {
+  if (values === undefined || text.length > MAX_NAMED_TEXT) return { text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_NAMED_STATEMENTS) return { text, values };
+    name = `camp_${statementNames.size}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
 function wrap(client: pg.ClientBase): Sql {
   return {
     async query(text, values) {
-      return (await client.query(text, values)).rows;
+      return (await client.query(statement(text, values))).rows;
     },
     async one(text, values) {
-      return (await client.query(text, values)).rows[0];
+      return (await client.query(statement(text, values))).rows[0];
     },
   };
 }
@@ -111,7 +134,7 @@ export class Database {
 
   /** A single statement outside any tenant scope (authentication, health). */
   async query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
-    return (await this.pool.query(text, values)).rows as R[];
+    return (await this.pool.query(statement(text, values))).rows as R[];
   }
 
   async close(): Promise<void> {
