@@ -27,9 +27,14 @@ describe("the Supabase CLI workflow", () => {
   }, 60_000);
 
   it("supabase db advisors report no security or performance issue at level WARN or above", async () => {
-    // What a hosted project exposes through its Data API; the security advisors check that schema.
+    // The schemas config.toml exposes through the Data API, as on a hosted project: the security advisors check those.
+    const config = readFileSync(`${ROOT}supabase/config.toml`, "utf8");
+    const exposed = [...(/schemas\s*=\s*\[([^\]]*)\]/.exec(config)?.[1]?.matchAll(/"([a-z_]+)"/g) ?? [])]
+      .map((m) => m[1] as string)
+      .filter((schema) => schema !== "graphql_public");
+    expect(exposed).toContain("public");
     const database = new URL(t().url).pathname.slice(1);
-    await t().admin(`alter database ${database} set pgrst.db_schemas = 'public'`);
+    await t().admin(`alter database ${database} set pgrst.db_schemas = '${exposed.join(", ")}'`);
     const advisors = await supabase([
       "db",
       "advisors",
