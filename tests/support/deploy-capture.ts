@@ -28,7 +28,7 @@ async function bodyOf(req: IncomingMessage): Promise<Buffer> {
 }
 
 async function parseDeploy(req: IncomingMessage): Promise<CapturedDeploy> {
-  const form = await new Response(await bodyOf(req), {
+  const form = await new Response(new Uint8Array(await bodyOf(req)), {
     headers: { "content-type": req.headers["content-type"] ?? "" },
   }).formData();
   const files = new Map<string, string>();
