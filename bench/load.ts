@@ -23,7 +23,8 @@ import { RESULTS_DIR, readSeedFile, type SeedFile } from "./seed-file.ts";
 import { BenchServer } from "./server-process.ts";
 
 /**
- * npm run bench [-- --duration 20 --connections 32 --skip-scale --smoke --out DIR]
+ * npm run bench [-- --duration 20 --connections 32 --scenarios list,get,write --skip-scale --smoke
+ *                  --out DIR --profile DIR]
  * Load against the Node server on DATABASE_URL's (seeded) database, the raw
  * baseline of the same statements, and the per-instance list at 10,000 vs
  * 1,000,000 participants. See bench/README.md.
@@ -36,6 +37,7 @@ const { values: args } = parseArgs({
     scenarios: { type: "string", default: SCENARIOS.map((s) => s.name).join(",") },
     "skip-scale": { type: "boolean", default: false },
     smoke: { type: "boolean", default: false },
+    profile: { type: "string" },
     out: { type: "string", default: RESULTS_DIR },
   },
 });
@@ -61,7 +63,7 @@ function commit(): string {
 async function measure(url: string, seed: SeedFile, runTag: string): Promise<ScenarioResult[]> {
   const tenants = await loadFixtures(url, seed);
   const vars = varsSource(tenants, runTag);
-  const server = await BenchServer.start(url, poolSize);
+  const server = await BenchServer.start(url, poolSize, args.profile);
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   pool.on("error", () => {});
   const results: ScenarioResult[] = [];

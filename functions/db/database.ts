@@ -93,11 +93,13 @@ export class Database {
       const client = await this.pool.connect();
       let broken = false;
       try {
-        // One round trip opens the transaction and the tenant scope. The claims
-        // are built above from uuids and a fixed role, and quoted as a literal.
+        // One round trip of two statements opens the transaction and the tenant
+        // scope (set_config(..., true) is SET LOCAL). The claims are built above
+        // from uuids and a fixed role, and quoted as a literal.
         await client.query(
-          `begin; set local role ${API_ROLE}; set local statement_timeout = '${STATEMENT_TIMEOUT}'; ` +
-            `select set_config('request.jwt.claims', ${client.escapeLiteral(claims)}, true)`,
+          `begin; select set_config('role', '${API_ROLE}', true), ` +
+            `set_config('statement_timeout', '${STATEMENT_TIMEOUT}', true), ` +
+            `set_config('request.jwt.claims', ${client.escapeLiteral(claims)}, true)`,
         );
         const result = await work(wrap(client));
         await client.query("commit");
