@@ -352,7 +352,7 @@ async function main() {
       const recorded = recorder();
       await shape.run(recorded.sql);
       for (const [i, statement] of recorded.statements.entries()) {
-        const kind = recorded.statements.length > 1 ? (i === 0 ? "count" : "page") : "statement";
+        const kind = /^select count\(\*\)/.test(statement.text.trim()) ? "count" : `statement ${i + 1}`;
         const options = shape.write ? "format json" : "analyze, buffers, format json";
         // Writes are only planned (no analyze), so nothing is changed.
         const [row] = await db.asTenant(principal, (sql) =>
