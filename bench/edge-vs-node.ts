@@ -1,13 +1,13 @@
 /**
- * npm run bench:edge [-- --duration 10 --connections 16 --starts 7 --participants 2000]
+ * npm run bench:edge [-- --duration 30 --rounds 3 --connections 16 --starts 7 --participants 2000]
  *
  * The Edge Function entry under Deno against the Node server, on one database:
  *   1. cold start: from spawning `deno run supabase/functions/api/index.ts` to
  *      its first 200 on /health (packages already in Deno's cache, as they are
  *      in a deployed bundle), several starts;
  *   2. throughput of GET /api/v1/participants (a 50-row page of a tenant with
- *      `--participants` rows) with autocannon, Node first, then Deno, same pool
- *      size and connections.
+ *      `--participants` rows) with autocannon: both servers up, taking turns for
+ *      `--rounds` rounds, same pool size and connections.
  * Targets (issue 5): Deno at least 80% of Node's requests/s; cold start under 300 ms.
  * Needs DATABASE_URL (a server where it may create and drop a scratch database).
  */
@@ -15,6 +15,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -31,7 +32,8 @@ const TARGETS = { denoShareOfNode: 0.8, coldStartMs: 300 };
 
 const { values: args } = parseArgs({
   options: {
-    duration: { type: "string", default: "10" },
+    duration: { type: "string", default: "30" },
+    rounds: { type: "string", default: "3" },
     warmup: { type: "string", default: "2" },
     connections: { type: "string", default: "16" },
     starts: { type: "string", default: "7" },
@@ -132,6 +134,21 @@ async function load(url: string, key: string, seconds: number) {
   };
 }
 
+type LoadResult = Awaited<ReturnType<typeof load>>;
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+
+/** Mean requests/s over the rounds, median latencies, summed failures. */
+function summarise(results: LoadResult[]): LoadResult {
+  return {
+    requestsPerSecond: results.reduce((sum, r) => sum + r.requestsPerSecond, 0) / results.length,
+    p50Ms: median(results.map((r) => r.p50Ms)),
+    p99Ms: median(results.map((r) => r.p99Ms)),
+    non2xx: results.reduce((sum, r) => sum + r.non2xx, 0),
+    errors: results.reduce((sum, r) => sum + r.errors, 0),
+  };
+}
+
 /** A scratch database with one tenant, one instance and `count` participants in it. */
 async function seed(serverUrl: string, count: number) {
   const name = `camp_bench_edge_${randomBytes(4).toString("hex")}`;
@@ -162,6 +179,7 @@ async function seed(serverUrl: string, count: number) {
 async function main() {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) throw new Error("set DATABASE_URL to a Postgres server where a scratch database may be created");
+  const loadAtStart = loadavg();
   const data = await seed(serverUrl, Number(args.participants));
   say(`seeded ${args.participants} participants in ${data.name}`);
   try {
@@ -183,28 +201,42 @@ async function main() {
       `Deno cold start: median ${coldStart.medianMs.toFixed(0)} ms (min ${coldStart.minMs.toFixed(0)}, max ${coldStart.maxMs.toFixed(0)})`,
     );
 
-    const results: Record<string, Awaited<ReturnType<typeof load>>> = {};
-    for (const [label, start, path] of [
-      ["node", nodeServer, "/api/v1/participants?limit=50"],
-      ["deno", denoServer, "/api/api/v1/participants?limit=50"],
-    ] as const) {
-      const server = await start(data.url);
-      try {
-        await load(`${server.origin}${path}`, data.key, Number(args.warmup));
-        results[label] = await load(`${server.origin}${path}`, data.key, duration);
-        say(
-          `${label}: ${results[label].requestsPerSecond.toFixed(0)} req/s, p50 ${results[label].p50Ms} ms, p99 ${results[label].p99Ms} ms`,
-        );
-      } finally {
-        await stop(server);
+    // Both servers run side by side and take turns under load, round after round, so a
+    // change in the machine's load during the run falls on both alike.
+    const servers = { node: await nodeServer(data.url), deno: await denoServer(data.url) };
+    const paths = { node: "/api/v1/participants?limit=50", deno: "/api/api/v1/participants?limit=50" };
+    const rounds: Record<"node" | "deno", Array<Awaited<ReturnType<typeof load>>>> = { node: [], deno: [] };
+    try {
+      for (const label of ["node", "deno"] as const) {
+        await load(`${servers[label].origin}${paths[label]}`, data.key, Number(args.warmup));
       }
+      for (let round = 0; round < Number(args.rounds); round++) {
+        for (const label of ["node", "deno"] as const) {
+          const result = await load(`${servers[label].origin}${paths[label]}`, data.key, duration / Number(args.rounds));
+          rounds[label].push(result);
+          say(
+            `round ${round + 1} ${label}: ${result.requestsPerSecond.toFixed(0)} req/s, p50 ${result.p50Ms} ms, p99 ${result.p99Ms} ms`,
+          );
+        }
+      }
+    } finally {
+      await stop(servers.node);
+      await stop(servers.deno);
     }
-    const node = results.node as Awaited<ReturnType<typeof load>>;
-    const deno = results.deno as Awaited<ReturnType<typeof load>>;
+    const node = summarise(rounds.node);
+    const deno = summarise(rounds.deno);
     const share = deno.requestsPerSecond / node.requestsPerSecond;
     const report = {
       at: new Date().toISOString(),
-      settings: { duration, connections, pool: Number(pool), participants: Number(args.participants), page: 50 },
+      settings: {
+        duration,
+        rounds: Number(args.rounds),
+        connections,
+        pool: Number(pool),
+        participants: Number(args.participants),
+        page: 50,
+      },
+      loadAverage: { start: loadAtStart, end: loadavg() },
       coldStart: { ...coldStart, samplesMs: starts.map((s) => Math.round(s)) },
       throughput: { node, deno, denoShareOfNode: share },
       targets: TARGETS,
