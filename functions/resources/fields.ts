@@ -27,7 +27,8 @@ export const optionalId = () => idField().nullable().optional();
 export const dateString = () =>
   z
     .string()
-    .regex(/^\d{4}-\d{2}-\d{2}$/, "must be a date in the form YYYY-MM-DD")
+    // abort: a date of the wrong form is one problem, not also "not a calendar date".
+    .regex(/^\d{4}-\d{2}-\d{2}$/, { message: "must be a date in the form YYYY-MM-DD", abort: true })
     .refine((value) => {
       const date = new Date(`${value}T00:00:00Z`);
       return !Number.isNaN(date.getTime()) && date.toISOString().startsWith(value);
