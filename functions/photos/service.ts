@@ -1,3 +1,5 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex } from "@noble/hashes/utils.js";
 import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
 import { ApiError } from "../http/errors.ts";
@@ -16,9 +18,21 @@ export interface PreparedPhoto {
 const unsupported = (message: string) =>
   new ApiError("UNSUPPORTED_MEDIA_TYPE", message, { field: "photo", issue: `must be one of ${ALLOWED_PHOTO_TYPES.join(", ")}` });
 
+const HASH_SLICE = 512 * 1024;
+
+/**
+ * SHA-256 in JS over views of the photo: WebCrypto's digest copies the whole
+ * photo first, which under concurrent uploads costs more memory than the
+ * photos themselves. Hashed a slice at a time, yielding between slices, so a
+ * 5 MB photo never holds the event loop for long.
+ */
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
-  return Array.from(digest, (b) => b.toString(16).padStart(2, "0")).join("");
+  const hash = sha256.create();
+  for (let at = 0; at < bytes.length; at += HASH_SLICE) {
+    hash.update(bytes.subarray(at, at + HASH_SLICE));
+    if (at + HASH_SLICE < bytes.length) await new Promise((resolve) => setTimeout(resolve, 0));
+  }
+  return bytesToHex(hash.digest());
 }
 
 /** Type from the bytes (415 otherwise), metadata removed in place, content hash. */
