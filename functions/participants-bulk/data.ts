@@ -56,14 +56,31 @@ export async function findStructure(sql: Sql, ids: string[], whole: string[]): P
   );
 }
 
-/** The (instance_id, user_id) pairs among these that a live participant already holds. */
+/**
+ * The (instance_id, user_id) pairs among these that a live participant already
+ * holds: one statement per instance (a batch rarely spans more than one), each
+ * a lookup of the unique index (instance_id, user_id). Written without a join
+ * on purpose: statements are prepared, and a generic plan for a join against
+ * unnest(...) may scan the tenant's participants once per batch row when the
+ * table's statistics lag behind a bulk load.
+ */
 export async function takenUserIds(sql: Sql, pairs: Array<{ instance_id: string; user_id: string }>) {
-  return sql.query<{ instance_id: string; user_id: string }>(
-    `select p.instance_id, p.user_id
-     from unnest($1::uuid[], $2::text[]) as k(instance_id, user_id)
-     join public.participants p on p.instance_id = k.instance_id and p.user_id = k.user_id and p.deleted_at is null`,
-    [pairs.map((p) => p.instance_id), pairs.map((p) => p.user_id)],
-  );
+  const byInstance = new Map<string, string[]>();
+  for (const { instance_id, user_id } of pairs) {
+    const list = byInstance.get(instance_id);
+    if (list) list.push(user_id);
+    else byInstance.set(instance_id, [user_id]);
+  }
+  const taken: Array<{ instance_id: string; user_id: string }> = [];
+  for (const [instanceId, userIds] of byInstance) {
+    const rows = await sql.query<{ user_id: string }>(
+      `select p.user_id from public.participants p
+       where p.instance_id = $1 and p.user_id = any($2::text[]) and p.deleted_at is null`,
+      [instanceId, userIds],
+    );
+    for (const { user_id } of rows) taken.push({ instance_id: instanceId, user_id });
+  }
+  return taken;
 }
 
 /** Each writable column and its type in the recordset the insert reads. */
