@@ -1,24 +1,20 @@
+import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
+import type { ApiKeyRow } from "../db/database.ts";
 import { unauthorized } from "../http/errors.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
 import type { TokenVerifier } from "./bearer-token.ts";
 import type { Principal } from "./principal.ts";
 
-interface KeyRow {
-  key_id: string;
-  tenant_id: string;
-  user_id: string;
-  email: string;
-  role: Principal["role"];
-}
-
-type TokenUserRow = Omit<KeyRow, "key_id">;
+type TokenUserRow = Omit<ApiKeyRow, "key_id">;
 
 /**
  * Resolves the caller from `X-API-Key` (preferred when both are sent) or
  * `Authorization: Bearer`. Nothing is cached: a revoked key is refused on the
- * very next request by every server process.
+ * very next request by every server process. An API-key lookup also opens the
+ * request's tenant transaction when it can (Database.authenticateApiKey); it
+ * is closed here if the route never used it.
  */
 export function authenticate(verifyToken: TokenVerifier) {
   return createMiddleware<AppEnv>(async (c, next) => {
@@ -29,16 +25,16 @@ export function authenticate(verifyToken: TokenVerifier) {
 
     if (apiKey !== undefined) {
       if (!looksLikeApiKey(apiKey)) throw unauthorized("invalid API key");
-      const [row] = await db.query<KeyRow>("select * from private.authenticate_api_key($1)", [await hashApiKey(apiKey)]);
-      if (!row) throw unauthorized("invalid, revoked or expired API key");
-      principal = {
+      const hash = await hashApiKey(apiKey);
+      principal = await db.authenticateApiKey(hash, await bodyInHand(c), (row) => ({
         tenantId: row.tenant_id,
         userId: row.user_id,
         email: row.email,
         role: row.role,
-        via: "api_key",
+        via: "api_key" as const,
         keyId: row.key_id,
-      };
+      }));
+      if (!principal) throw unauthorized("invalid, revoked or expired API key");
     } else if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!match?.[1]) throw unauthorized("Authorization must be 'Bearer <token>'");
@@ -59,6 +55,24 @@ export function authenticate(verifyToken: TokenVerifier) {
     }
 
     c.set("principal", principal);
-    await next();
+    try {
+      await next();
+    } finally {
+      await db.closeScope(principal);
+    }
   });
+}
+
+/**
+ * Whether the request's body is in hand, so a transaction opened with the key
+ * lookup is not held while a client sends it: no body, or a JSON body (at most
+ * 1 MB, see body-policy.ts), which is read here and kept by Hono for the
+ * route's validator. Other bodies (photos, CSV) stream; they get no early scope.
+ */
+async function bodyInHand(c: Context<AppEnv>): Promise<boolean> {
+  const length = c.req.header("content-length");
+  if (length === undefined ? !c.req.header("transfer-encoding") : Number(length) === 0) return true;
+  if (c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase() !== "application/json") return false;
+  await c.req.arrayBuffer();
+  return true;
 }
