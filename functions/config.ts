@@ -22,6 +22,11 @@ const schema = z.object({
   CORS_ORIGINS: z.string().optional(),
   /** Connections per server process. */
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Named (prepared) statements; set false behind a transaction-mode pooler that cannot keep them. */
+  DB_PREPARED_STATEMENTS: z
+    .enum(["true", "false"])
+    .default("true")
+    .transform((v) => v === "true"),
 });
 
 export type Config = z.infer<typeof schema>;

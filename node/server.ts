@@ -35,7 +35,7 @@ export async function startServer(env: Record<string, string | undefined> = proc
   const config = loadConfig(env);
   const photos = photoStore(config);
   const database = await resolveDatabase(config);
-  const db = new Database(database.url, { max: config.DB_POOL_SIZE });
+  const db = new Database(database.url, { max: config.DB_POOL_SIZE, prepare: config.DB_PREPARED_STATEMENTS });
   if (database.embedded) await createDemoTenantOnce(db, config.PORT);
 
   const app = createApp({ db, config, photoStore: photos.store });

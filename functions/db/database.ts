@@ -34,8 +34,8 @@ const MAX_NAMED_STATEMENTS = 1_000;
 const MAX_NAMED_TEXT = 16_384;
 const statementNames = new Map<string, string>();
 
-function statement(text: string, values: unknown[] | undefined): pg.QueryConfig {
-  if (values === undefined || text.length > MAX_NAMED_TEXT) return { text, values };
+function statement(text: string, values: unknown[] | undefined, prepare: boolean): pg.QueryConfig {
+  if (!prepare || values === undefined || text.length > MAX_NAMED_TEXT) return { text, values };
   let name = statementNames.get(text);
   if (name === undefined) {
     if (statementNames.size >= MAX_NAMED_STATEMENTS) return { text, values };
@@ -45,13 +45,13 @@ function statement(text: string, values: unknown[] | undefined): pg.QueryConfig 
   return { name, text, values };
 }
 
-function wrap(client: pg.ClientBase): Sql {
+function wrap(client: pg.ClientBase, prepare: boolean): Sql {
   return {
     async query(text, values) {
-      return (await client.query(statement(text, values))).rows;
+      return (await client.query(statement(text, values, prepare))).rows;
     },
     async one(text, values) {
-      return (await client.query(statement(text, values))).rows[0];
+      return (await client.query(statement(text, values, prepare))).rows[0];
     },
   };
 }
@@ -82,7 +82,16 @@ export class Database {
   /** Transactions opened with an API-key lookup, waiting for their request's first asTenant. */
   private readonly openScopes = new WeakMap<object, pg.PoolClient>();
 
-  constructor(connectionString: string, options: { max?: number } = {}) {
+  /**
+   * Whether to use named statements. Off behind a transaction-mode pooler that
+   * does not track prepared statements (PgBouncer before 1.21 without
+   * max_prepared_statements, Supavisor in transaction mode): a statement
+   * prepared on one server connection would be missing on the next.
+   */
+  private readonly prepare: boolean;
+
+  constructor(connectionString: string, options: { max?: number; prepare?: boolean } = {}) {
+    this.prepare = options.prepare ?? true;
     this.pool = new pg.Pool({
       connectionString,
       max: options.max ?? 10,
@@ -117,7 +126,7 @@ export class Database {
         // scope (set_config(..., true) is SET LOCAL). The claims are built above
         // from uuids and a fixed role, and quoted as a literal.
         if (!open) await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claims))}`);
-        const result = await work(wrap(client));
+        const result = await work(wrap(client, this.prepare));
         await client.query("commit");
         return result;
       } catch (error) {
@@ -206,7 +215,7 @@ export class Database {
     const client = await this.pool.connect();
     try {
       await client.query("begin");
-      const result = await work(wrap(client));
+      const result = await work(wrap(client, this.prepare));
       await client.query("commit");
       return result;
     } catch (error) {
@@ -219,7 +228,7 @@ export class Database {
 
   /** A single statement outside any tenant scope (authentication, health). */
   async query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
-    return (await this.pool.query(statement(text, values))).rows as R[];
+    return (await this.pool.query(statement(text, values, this.prepare))).rows as R[];
   }
 
   async close(): Promise<void> {

@@ -21,7 +21,7 @@ const config = loadConfig({
 });
 if (!config.DATABASE_URL) throw new Error("set SUPABASE_DB_URL or DATABASE_URL");
 
-const db = new Database(config.DATABASE_URL, { max: config.DB_POOL_SIZE });
+const db = new Database(config.DATABASE_URL, { max: config.DB_POOL_SIZE, prepare: config.DB_PREPARED_STATEMENTS });
 const app = createApp({ db, config });
 
 // The runtime ends an idle isolate with this event; the pool's connections go with it.
