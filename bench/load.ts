@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { say } from "../node/runtime.ts";
 import { runApi, sendOne } from "./api.ts";
+import { cpuPerRequest, sampleCpu } from "./cpu.ts";
 import {
   countParticipants,
   createSeeded,
@@ -78,19 +79,23 @@ async function measure(url: string, seed: SeedFile, runTag: string): Promise<Sce
       const first = vars();
       const statements = await server.capture(() => sendOne(server.url, scenario, first));
       await server.settleQueryCount();
+      const apiCpu = await sampleCpu(url, server.pid);
       const api = await runApi({ ...run, seconds });
       const underLoad = (await server.settleQueryCount()) / Math.max(1, api.sent);
+      const apiCpuPerRequest = await cpuPerRequest(url, apiCpu, server.pid, api.requests);
       say(`${scenario.name}: raw ${seconds} s…`);
       const templates = compile(statements, first);
       const replay = { pool, templates, vars, connections };
       if (warmup > 0) await runRaw({ ...replay, seconds: warmup });
+      const rawCpu = await sampleCpu(url, undefined);
       const raw = await runRaw({ ...replay, seconds });
+      const rawCpuPerRequest = await cpuPerRequest(url, rawCpu, undefined, raw.requests);
       const target = TARGETS[scenario.name];
       results.push({
         name: scenario.name,
         title: scenario.title,
-        api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad },
-        raw: { ...raw, round_trips: statements.length },
+        api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad, cpu: apiCpuPerRequest },
+        raw: { ...raw, round_trips: statements.length, cpu: rawCpuPerRequest },
         ratio: api.rps / raw.rps,
         target_ratio: target,
         statements: statements.map((s) => s.text.replace(/\s+/g, " ")),

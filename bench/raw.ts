@@ -15,6 +15,8 @@ type Value = { value: unknown } | { slot: Slot };
 
 interface Template {
   client: number;
+  /** Whether the captured statement returned rows: a replay that returns none has gone wrong. */
+  rows: boolean;
   name?: string;
   text: Part[];
   values?: Value[];
@@ -26,7 +28,8 @@ const asString = (v: Vars, slot: Slot): string => (slot === "keyHash" ? v.keyHas
 export type { Template };
 
 export function compile(statements: CapturedStatement[], from: Vars): Template[] {
-  const textual = SLOTS.filter((s) => s !== "keyHash" && s !== "writeUserId");
+  // Values may also stand in the text as literals: the claims, and the key's hash in a key lookup.
+  const textual = SLOTS.filter((s) => s !== "writeUserId");
   const pattern = new RegExp(textual.map((s) => asString(from, s)).join("|"), "g");
   const slotOf = new Map<string, Slot>(SLOTS.map((s) => [asString(from, s), s]));
   return statements.map((statement) => {
@@ -44,7 +47,13 @@ export function compile(statements: CapturedStatement[], from: Vars): Template[]
       if (typeof value === "object" && value && "bytes" in value) return { value: Buffer.from(String(value.bytes), "hex") };
       return { value };
     });
-    return { client: statement.client, text, ...(statement.name ? { name: statement.name } : {}), ...(values ? { values } : {}) };
+    return {
+      client: statement.client,
+      rows: statement.rows > 0,
+      text,
+      ...(statement.name ? { name: statement.name } : {}),
+      ...(values ? { values } : {}),
+    };
   });
 }
 
@@ -62,7 +71,10 @@ async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promis
     const client = await pool.connect();
     try {
       for (; i < templates.length && templates[i]?.client === clientNumber; i++) {
-        await client.query(bind(templates[i] as Template, v));
+        const template = templates[i] as Template;
+        const result = (await client.query(bind(template, v))) as pg.QueryResult | pg.QueryResult[];
+        const last = Array.isArray(result) ? result.at(-1) : result;
+        if (template.rows && !last?.rows.length) throw new Error(`no rows from: ${last?.command} (captured: rows)`);
       }
       client.release();
     } catch (error) {

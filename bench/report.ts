@@ -1,3 +1,4 @@
+import type { CpuPerRequest } from "./cpu.ts";
 import type { LoadFigures } from "./stats.ts";
 
 /** The figures of one run, as printed and as written to bench/results/<timestamp>.json. */
@@ -6,8 +7,8 @@ export interface ScenarioResult {
   name: string;
   title: string;
   /** round_trips: pg queries of one captured request; under load: all queries / requests sent. */
-  api: LoadFigures & { round_trips: number; round_trips_under_load: number; sent: number };
-  raw: LoadFigures & { round_trips: number };
+  api: LoadFigures & { round_trips: number; round_trips_under_load: number; sent: number; cpu: CpuPerRequest };
+  raw: LoadFigures & { round_trips: number; cpu: CpuPerRequest };
   /** API requests/s divided by raw requests/s. */
   ratio: number;
   target_ratio: number;
@@ -72,6 +73,22 @@ export function renderTable(run: RunResult): string {
     lines.push(`${s.title.padEnd(50)}│${side(s.api)}│${side(s.raw)}│ ${s.ratio.toFixed(2)} (${verdict})`);
   }
   lines.push("rt = database round trips per request");
+  lines.push("");
+  lines.push(
+    `${"CPU ms per request".padEnd(50)}│${"  client  server postgres   total".padEnd(36)}│${"  client postgres   total".padEnd(36)}│ raw/API`,
+  );
+  for (const s of run.scenarios) {
+    const a = s.api.cpu;
+    const r = s.raw.cpu;
+    const apiTotal = (a.load_generator_ms ?? 0) + (a.server_ms ?? 0) + (a.postgres_ms ?? 0);
+    const rawTotal = (r.load_generator_ms ?? 0) + (r.postgres_ms ?? 0);
+    const ms = (x: number | undefined) => cell(x === undefined ? "–" : num(x, 2), 8);
+    lines.push(
+      `${s.name.padEnd(50)}│${ms(a.load_generator_ms)}${ms(a.server_ms)}${ms(a.postgres_ms)}${ms(apiTotal)}    │` +
+        `${ms(r.load_generator_ms)}${ms(r.postgres_ms)}${ms(rawTotal)}            │ ${apiTotal > 0 ? (rawTotal / apiTotal).toFixed(2) : "–"}`,
+    );
+  }
+  lines.push("client = the load generator (autocannon, or pg for raw); CPU figures hold even on a shared machine");
   for (const s of run.scale) {
     lines.push(
       `scale: per-instance list on ${num(s.participants)} participants: p50 ${num(s.list.p50_ms, 2)} ms, p99 ${num(s.list.p99_ms, 2)} ms, ${num(s.list.rps)} req/s, ${s.list.errors} errors`,

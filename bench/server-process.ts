@@ -58,6 +58,10 @@ export class BenchServer {
     throw new Error(`the server did not answer /health within 60 s:\n${this.output}`);
   }
 
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   private ask(request: ServerRequest): Promise<ServerReply> {
     return new Promise((resolve) => {
       this.child.once("message", (reply) => resolve(reply as ServerReply));

@@ -7,6 +7,8 @@ export interface CapturedStatement {
   /** Set when the API sent it as a named (prepared) statement; the replay does the same. */
   name?: string;
   values?: unknown[];
+  /** Rows it returned (the last statement's, for several in one text); the replay expects rows where it had rows. */
+  rows: number;
 }
 
 export type ServerRequest = { type: "count" } | { type: "capture"; on: boolean };

@@ -43,10 +43,34 @@ proto.query = function (this: pg.Client, config: unknown, values?: unknown, call
     const text = typeof config === "string" ? config : (config as { text: string }).text;
     const name = typeof config === "string" ? undefined : (config as { name?: string }).name;
     const params = Array.isArray(values) ? values : (config as { values?: unknown[] }).values;
-    capture.push({ client, text, ...(name ? { name } : {}), ...(params ? { values: params.map(serialisable) } : {}) });
+    const entry: CapturedStatement = { client, text, rows: 0 };
+    if (name) entry.name = name;
+    if (params) entry.values = params.map(serialisable);
+    capture.push(entry);
+    const count = (result: unknown) => {
+      entry.rows = rowCount(result);
+    };
+    // pg-pool's pool.query passes a callback; everything else awaits the promise.
+    if (typeof values === "function" || typeof callback === "function") {
+      const done = (typeof callback === "function" ? callback : values) as (error: unknown, result: unknown) => void;
+      const wrapped = (error: unknown, result: unknown) => {
+        if (!error) count(result);
+        done(error, result);
+      };
+      return typeof callback === "function" ? original.call(this, config, values, wrapped) : original.call(this, config, wrapped);
+    }
+    const result = original.call(this, config, values, callback) as Promise<unknown>;
+    result.then(count, () => {});
+    return result;
   }
   return original.call(this, config, values, callback);
 };
+
+/** Rows of a result; of the last statement's result for a multi-statement text. */
+function rowCount(result: unknown): number {
+  const last = Array.isArray(result) ? result.at(-1) : result;
+  return (last as { rows?: unknown[] } | undefined)?.rows?.length ?? 0;
+}
 
 /** Bytes (the key hash) cross the IPC channel as {bytes: hex}. */
 function serialisable(value: unknown): unknown {

@@ -1,4 +1,3 @@
-import { cors } from "hono/cors";
 import { createMiddleware } from "hono/factory";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import type { AppEnv } from "./app-env.ts";
@@ -11,6 +10,7 @@ import { mountDocs } from "./docs/routes.ts";
 import { subgroupRoutes, supergroupRoutes } from "./groups/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { bodyPolicy } from "./http/body-policy.ts";
+import { cors } from "./http/cors.ts";
 import { handleError } from "./http/error-handler.ts";
 import { newRouter } from "./http/openapi.ts";
 import { RouteTable } from "./http/route-table.ts";
@@ -46,10 +46,10 @@ export function createApp(deps: AppDeps) {
   app.use(
     "*",
     cors({
-      origin: origins && origins.length > 0 ? origins : "*",
+      origins,
       allowHeaders: ["Content-Type", "Authorization", "X-API-Key"],
       allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      maxAge: 600,
+      maxAgeSeconds: 600,
     }),
   );
   app.use(
