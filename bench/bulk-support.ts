@@ -138,8 +138,8 @@ export class ServerProcess {
     readonly url: string,
   ) {}
 
-  static async start(databaseUrl: string, port: number): Promise<ServerProcess> {
-    const child = spawn(process.execPath, ["--import", "tsx", "node/server.ts"], {
+  static async start(databaseUrl: string, port: number, nodeFlags: string[] = []): Promise<ServerProcess> {
+    const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", "node/server.ts"], {
       cwd: ROOT,
       env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
       stdio: ["ignore", "ignore", "inherit"],
