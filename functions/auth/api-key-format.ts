@@ -1,3 +1,4 @@
+import { sha256 } from "@noble/hashes/sha2.js";
 import { base64url } from "jose";
 
 /**
@@ -26,6 +27,11 @@ export function displayPrefix(key: string): string {
   return key.slice(0, DISPLAY_LENGTH);
 }
 
+/**
+ * SHA-256 of the whole key. Computed in JS (@noble/hashes): for 48 bytes this
+ * takes microseconds, where WebCrypto's asynchronous digest is a thread-pool
+ * job, the costliest step of authenticating a request (bench/README.md).
+ */
 export async function hashApiKey(key: string): Promise<Uint8Array> {
-  return new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(key)));
+  return sha256(new TextEncoder().encode(key));
 }
