@@ -122,7 +122,11 @@ interface ParsedRecord {
   info: { lines: number };
 }
 
-function readRecords(text: string): ParsedRecord[] {
+function readRecords(source: string): ParsedRecord[] {
+  // One kind of line break (LF): csv-parse numbers the lines of CRLF files
+  // inconsistently once a quoted cell holds a line break. Breaks inside cells
+  // become LF too.
+  const text = source.replace(/\r\n?/g, "\n");
   try {
     return parse(text, {
       bom: true,
@@ -141,8 +145,7 @@ function readRecords(text: string): ParsedRecord[] {
 }
 
 /** Where a record starts: csv-parse counts lines to its end, and quoted cells may hold line breaks. */
-const startLine = (r: ParsedRecord) =>
-  r.info.lines - r.record.reduce((n, cell) => n + (cell.match(/\r\n|\r|\n/g)?.length ?? 0), 0);
+const startLine = (r: ParsedRecord) => r.info.lines - r.record.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
 
 function mapHeader(header: string[]): { columns: Array<ColumnMapping | undefined>; ignored: string[] } {
   const columns: Array<ColumnMapping | undefined> = [];

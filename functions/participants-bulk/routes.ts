@@ -3,12 +3,12 @@ import { acceptBody } from "../http/body-policy.ts";
 import { ok } from "../http/envelope.ts";
 import { ApiError } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, newRouter } from "../http/openapi.ts";
-import { ListQuery, Participant } from "../participants/schemas.ts";
-import { idField } from "../resources/fields.ts";
+import { Participant } from "../participants/schemas.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
 import { exportCsv } from "./csv-export.ts";
 import { decodeCsv } from "./csv-import.ts";
 import { importParticipants } from "./import.ts";
+import { BulkBody, ExportQuery, ImportQuery, ImportReport, MAX_BULK } from "./schemas.ts";
 
 /**
  * Bulk work on participants: create many (JSON), export (CSV), import (CSV).
@@ -16,7 +16,6 @@ import { importParticipants } from "./import.ts";
  * claim `/bulk`, `/export.csv` and `/import`.
  */
 
-export const MAX_BULK = 1_000;
 const MB = 1_048_576;
 
 // 1,000 participants with every field filled take about 1.5 MB of JSON.
@@ -35,17 +34,6 @@ acceptBody({
 
 const tags = ["participants"];
 
-const BulkBody = z
-  .object({
-    // Rows are checked one by one in the handler, so that every bad row is reported with its index.
-    participants: z
-      .array(z.unknown())
-      .min(1, "must hold at least one participant")
-      .max(MAX_BULK, `must hold at most ${MAX_BULK} participants`)
-      .openapi({ type: "array", items: { $ref: "#/components/schemas/ParticipantCreate" }, maxItems: MAX_BULK }),
-  })
-  .openapi("ParticipantBulkCreate");
-
 const bulk = createRoute({
   method: "post",
   path: "/bulk",
@@ -58,8 +46,6 @@ const bulk = createRoute({
   request: { body: { content: { "application/json": { schema: BulkBody } }, required: true } },
   responses: { 201: json(dataOf(z.array(Participant)), "The participants as stored"), ...errors(400, 401, 413, 415) },
 });
-
-const ExportQuery = ListQuery.omit({ limit: true, offset: true });
 
 const exportRoute = createRoute({
   method: "get",
@@ -76,23 +62,6 @@ const exportRoute = createRoute({
     200: { content: { "text/csv": { schema: z.string() } }, description: "The participants, one per line" },
     ...errors(400, 401),
   },
-});
-
-const ImportQuery = z.object({
-  instance_id: idField().openapi({ description: "The instance the participants join" }),
-  dry_run: z
-    .enum(["true", "false", "1", "0"], { error: "must be true or false" })
-    .optional()
-    .transform((v) => v === "true" || v === "1"),
-});
-
-const ImportReport = z.object({
-  instance_id: z.string().uuid(),
-  dry_run: z.boolean(),
-  lines: z.number().int(),
-  created: z.number().int(),
-  columns: z.array(z.object({ column: z.string(), field: z.string() })),
-  ignored_columns: z.array(z.string()),
 });
 
 const importRoute = createRoute({
