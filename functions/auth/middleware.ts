@@ -66,13 +66,14 @@ export function authenticate(verifyToken: TokenVerifier) {
 /**
  * Whether the request's body is in hand, so a transaction opened with the key
  * lookup is not held while a client sends it: no body, or a JSON body (at most
- * 1 MB, see body-policy.ts), which is read here and kept by Hono for the
- * route's validator. Other bodies (photos, CSV) stream; they get no early scope.
+ * 1 MB, see body-policy.ts), which is read and parsed here. Hono keeps the
+ * parse (or its failure) for the route's validator, which reports a malformed
+ * body as before. Other bodies (photos, CSV) stream; they get no early scope.
  */
 async function bodyInHand(c: Context<AppEnv>): Promise<boolean> {
   const length = c.req.header("content-length");
   if (length === undefined ? !c.req.header("transfer-encoding") : Number(length) === 0) return true;
   if (c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase() !== "application/json") return false;
-  await c.req.arrayBuffer();
+  await c.req.json().catch(() => undefined);
   return true;
 }
