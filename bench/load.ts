@@ -19,7 +19,7 @@ import {
 import { loadFixtures } from "./fixtures.ts";
 import { compile, runRaw } from "./raw.ts";
 import { type RunResult, renderTable, type ScaleResult, type ScenarioResult, TARGETS } from "./report.ts";
-import { SCENARIOS, varsSource, WRITE_PREFIX } from "./scenarios.ts";
+import { SCENARIOS, type Scenario, type Vars, varsSource, WRITE_PREFIX } from "./scenarios.ts";
 import { RESULTS_DIR, readSeedFile, type SeedFile } from "./seed-file.ts";
 import { BenchServer } from "./server-process.ts";
 
@@ -60,47 +60,58 @@ function commit(): string {
   }
 }
 
+interface Harness {
+  server: BenchServer;
+  /** The raw baseline's pool, sized like the server's. */
+  pool: pg.Pool;
+  url: string;
+  vars: () => Vars;
+}
+
+/** One scenario: capture one request's statements, load the API, then replay the statements raw. */
+async function measureScenario(h: Harness, scenario: Scenario): Promise<ScenarioResult> {
+  say(`${scenario.name}: API ${seconds} s…`);
+  const run = { url: h.server.url, scenario, vars: h.vars, connections };
+  if (warmup > 0) await runApi({ ...run, seconds: warmup });
+  // Captured with the server quiet: a request waiting for a pooled client
+  // would otherwise run on in the context of the request that released it.
+  await h.server.settleQueryCount();
+  const first = h.vars();
+  const statements = await h.server.capture(() => sendOne(h.server.url, scenario, first));
+  await h.server.settleQueryCount();
+  const apiCpu = await sampleCpu(h.url, h.server.pid);
+  const api = await runApi({ ...run, seconds });
+  const underLoad = (await h.server.settleQueryCount()) / Math.max(1, api.sent);
+  const apiCpuPerRequest = await cpuPerRequest(h.url, apiCpu, h.server.pid, api.requests);
+
+  say(`${scenario.name}: raw ${seconds} s…`);
+  const replay = { pool: h.pool, templates: compile(statements, first), vars: h.vars, connections };
+  if (warmup > 0) await runRaw({ ...replay, seconds: warmup });
+  const rawCpu = await sampleCpu(h.url, undefined);
+  const raw = await runRaw({ ...replay, seconds });
+  const rawCpuPerRequest = await cpuPerRequest(h.url, rawCpu, undefined, raw.requests);
+  return {
+    name: scenario.name,
+    title: scenario.title,
+    api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad, cpu: apiCpuPerRequest },
+    raw: { ...raw, round_trips: statements.length, cpu: rawCpuPerRequest },
+    ratio: api.rps / raw.rps,
+    target_ratio: TARGETS[scenario.name],
+    statements: statements.map((s) => s.text.replace(/\s+/g, " ")),
+    load_average: loadavg(),
+  };
+}
+
 /** API and raw figures for each scenario on one database. */
 async function measure(url: string, seed: SeedFile, runTag: string): Promise<ScenarioResult[]> {
-  const tenants = await loadFixtures(url, seed);
-  const vars = varsSource(tenants, runTag);
+  const vars = varsSource(await loadFixtures(url, seed), runTag);
   const server = await BenchServer.start(url, poolSize, args.profile);
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   pool.on("error", () => {});
   const results: ScenarioResult[] = [];
   try {
     for (const scenario of SCENARIOS.filter((s) => args.scenarios?.split(",").includes(s.name))) {
-      say(`${scenario.name}: API ${seconds} s…`);
-      const run = { url: server.url, scenario, vars, connections };
-      if (warmup > 0) await runApi({ ...run, seconds: warmup });
-      // Captured with the server quiet: a request waiting for a pooled client
-      // would otherwise run on in the context of the request that released it.
-      await server.settleQueryCount();
-      const first = vars();
-      const statements = await server.capture(() => sendOne(server.url, scenario, first));
-      await server.settleQueryCount();
-      const apiCpu = await sampleCpu(url, server.pid);
-      const api = await runApi({ ...run, seconds });
-      const underLoad = (await server.settleQueryCount()) / Math.max(1, api.sent);
-      const apiCpuPerRequest = await cpuPerRequest(url, apiCpu, server.pid, api.requests);
-      say(`${scenario.name}: raw ${seconds} s…`);
-      const templates = compile(statements, first);
-      const replay = { pool, templates, vars, connections };
-      if (warmup > 0) await runRaw({ ...replay, seconds: warmup });
-      const rawCpu = await sampleCpu(url, undefined);
-      const raw = await runRaw({ ...replay, seconds });
-      const rawCpuPerRequest = await cpuPerRequest(url, rawCpu, undefined, raw.requests);
-      const target = TARGETS[scenario.name];
-      results.push({
-        name: scenario.name,
-        title: scenario.title,
-        api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad, cpu: apiCpuPerRequest },
-        raw: { ...raw, round_trips: statements.length, cpu: rawCpuPerRequest },
-        ratio: api.rps / raw.rps,
-        target_ratio: target,
-        statements: statements.map((s) => s.text.replace(/\s+/g, " ")),
-        load_average: loadavg(),
-      });
+      results.push(await measureScenario({ server, pool, url, vars }, scenario));
     }
   } finally {
     await pool.end();
