@@ -1,4 +1,4 @@
-import { stringify } from "csv-stringify/sync";
+import type { stringify as Stringify } from "csv-stringify/sync";
 import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
 import { type ExportFilters, type ExportRow, exportPage, type PageCursor } from "./data.ts";
@@ -52,7 +52,7 @@ const BOM = "\uFEFF";
  * leading ' (csv-stringify's escape_formulas), so a spreadsheet shows them as
  * text instead of running them as formulas. Lines end in CRLF (RFC 4180).
  */
-function toCsv(rows: ExportRow[], header: boolean): string {
+function toCsv(stringify: typeof Stringify, rows: ExportRow[], header: boolean): string {
   return stringify(rows, {
     header,
     columns: [...EXPORT_COLUMNS],
@@ -72,6 +72,8 @@ export async function exportCsv(
   principal: Pick<Principal, "tenantId" | "userId" | "role">,
   filters: ExportFilters,
 ): Promise<ReadableStream<Uint8Array>> {
+  // Loaded on first use: only exports need it, and it stays out of the Edge Function's cold start.
+  const { stringify } = await import("csv-stringify/sync");
   const read = (after: PageCursor | undefined) => db.asTenant(principal, (sql) => exportPage(sql, filters, after, EXPORT_PAGE));
   const encoder = new TextEncoder();
   let next: ExportRow[] | undefined = await read(undefined);
@@ -82,7 +84,7 @@ export async function exportCsv(
       async pull(controller) {
         const rows = next ?? (await read(cursor));
         next = undefined;
-        const text = (first ? BOM : "") + toCsv(rows, first);
+        const text = (first ? BOM : "") + toCsv(stringify, rows, first);
         first = false;
         if (text !== "") controller.enqueue(encoder.encode(text));
         const last = rows.at(-1);

@@ -1,4 +1,3 @@
-import { fileTypeFromBuffer } from "file-type/core";
 import { isPhotoType, type PhotoType } from "./limits.ts";
 
 /**
@@ -7,6 +6,8 @@ import { isPhotoType, type PhotoType } from "./limits.ts";
  * anything that is not one of the four accepted types.
  */
 export async function detectPhotoType(bytes: Uint8Array): Promise<PhotoType | undefined> {
+  // Loaded on first use: only photo uploads need it, and it stays out of the Edge Function's cold start.
+  const { fileTypeFromBuffer } = await import("file-type/core");
   const detected = await fileTypeFromBuffer(bytes);
   if (!detected) return undefined;
   const mime = detected.mime === "image/apng" ? "image/png" : detected.mime;

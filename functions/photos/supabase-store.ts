@@ -1,12 +1,23 @@
-import { StorageApiError, StorageClient } from "@supabase/storage-js";
+import type { StorageClient } from "@supabase/storage-js";
 import { assertPhotoKey, type PhotoStore, PhotoStoreError } from "./store.ts";
 
 /** The private bucket declared in supabase/config.toml and the storage migration. */
 export const PHOTO_BUCKET = "participant-photos";
 
+type StorageJs = typeof import("@supabase/storage-js");
+type Bucket = ReturnType<StorageClient["from"]>;
+
+/** storage-js, loaded on first use: it stays out of the Edge Function's cold start. */
+let storageJs: StorageJs | undefined;
+async function loadStorageJs(): Promise<StorageJs> {
+  storageJs ??= await import("@supabase/storage-js");
+  return storageJs;
+}
+
 /** Storage has answered "not found" both as a 404 and as a 400 whose body says 404. */
 function isNotFound(error: unknown): boolean {
-  if (!(error instanceof StorageApiError)) return false;
+  // Only called on an operation's error, so storage-js is loaded by then.
+  if (!storageJs || !(error instanceof storageJs.StorageApiError)) return false;
   return error.status === 404 || error.statusCode === "404" || error.statusCode === "not_found";
 }
 
@@ -21,27 +32,35 @@ function failed(operation: string, error: unknown): PhotoStoreError {
  * access). A thin layer: one storage-js call per operation.
  */
 export class SupabasePhotoStore implements PhotoStore {
-  private readonly bucket;
+  private bucketHandle?: Promise<Bucket>;
 
-  constructor(supabaseUrl: string, serviceRoleKey: string, options: { fetch?: typeof fetch } = {}) {
-    const storage = new StorageClient(
-      `${supabaseUrl.replace(/\/+$/, "")}/storage/v1`,
-      { apikey: serviceRoleKey, Authorization: `Bearer ${serviceRoleKey}` },
-      options.fetch,
+  constructor(
+    private readonly supabaseUrl: string,
+    private readonly serviceRoleKey: string,
+    private readonly options: { fetch?: typeof fetch } = {},
+  ) {}
+
+  private bucket(): Promise<Bucket> {
+    this.bucketHandle ??= loadStorageJs().then(({ StorageClient }) =>
+      new StorageClient(
+        `${this.supabaseUrl.replace(/\/+$/, "")}/storage/v1`,
+        { apikey: this.serviceRoleKey, Authorization: `Bearer ${this.serviceRoleKey}` },
+        this.options.fetch,
+      ).from(PHOTO_BUCKET),
     );
-    this.bucket = storage.from(PHOTO_BUCKET);
+    return this.bucketHandle;
   }
 
   async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
     assertPhotoKey(key);
     // upsert: the key is the content hash, so an existing object holds these very bytes.
-    const { error } = await this.bucket.upload(key, bytes, { contentType, upsert: true, cacheControl: "0" });
+    const { error } = await (await this.bucket()).upload(key, bytes, { contentType, upsert: true, cacheControl: "0" });
     if (error) throw failed("upload", error);
   }
 
   async get(key: string): Promise<ReadableStream<Uint8Array> | undefined> {
     assertPhotoKey(key);
-    const { data, error } = await this.bucket.download(key).asStream();
+    const { data, error } = await (await this.bucket()).download(key).asStream();
     if (error && isNotFound(error)) return undefined;
     if (error || !data) throw failed("download", error);
     return data;
@@ -49,7 +68,7 @@ export class SupabasePhotoStore implements PhotoStore {
 
   async delete(key: string): Promise<void> {
     assertPhotoKey(key);
-    const { error } = await this.bucket.remove([key]);
+    const { error } = await (await this.bucket()).remove([key]);
     if (error && !isNotFound(error)) throw failed("remove", error);
   }
 
@@ -58,7 +77,7 @@ export class SupabasePhotoStore implements PhotoStore {
     const folder = prefix.replace(/\/+$/, "");
     const pageSize = 1000;
     for (let offset = 0; ; offset += pageSize) {
-      const { data, error } = await this.bucket.list(folder, { limit: pageSize, offset });
+      const { data, error } = await (await this.bucket()).list(folder, { limit: pageSize, offset });
       if (error) throw failed("list", error);
       for (const entry of data) {
         const path = folder ? `${folder}/${entry.name}` : entry.name;

@@ -1,9 +1,3 @@
-import {
-  MaxFileSizeExceededError,
-  MaxTotalSizeExceededError,
-  MultipartParseError,
-  parseMultipartRequest,
-} from "@remix-run/multipart-parser";
 import { ApiError, invalidField } from "../http/errors.ts";
 import { MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
 
@@ -19,6 +13,10 @@ export const tooLarge = () =>
  * read and ignored.
  */
 export async function readPhotoPart(request: Request): Promise<Uint8Array> {
+  // Loaded on first use: only photo uploads need it, and it stays out of the Edge Function's cold start.
+  const { MaxFileSizeExceededError, MaxTotalSizeExceededError, MultipartParseError, parseMultipartRequest } = await import(
+    "@remix-run/multipart-parser"
+  );
   let photo: Uint8Array | undefined;
   try {
     const parts = parseMultipartRequest(request, {
