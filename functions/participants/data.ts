@@ -60,8 +60,9 @@ interface Assignments {
  * reference when the client sent the reference without them — super_group_id
  * from the subgroup, block_id and room_number from the room. The filling is
  * part of the write statement itself (functions of the *_participant_access
- * migration), so it reads the rows the write's trigger then locks and checks;
- * a missing subgroup or room is reported by that trigger on the field sent.
+ * migration), so it reads the rows the write's triggers then lock and check;
+ * a missing instance, subgroup or room is reported by those functions, on the
+ * field sent.
  * `instance` is the SQL for the participant's current instance (updates only).
  */
 function assignments(input: Partial<Record<WritableField, unknown>>, firstParam: number, instance: string): Assignments {
