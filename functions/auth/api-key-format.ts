@@ -1,5 +1,4 @@
 import { sha256 } from "@noble/hashes/sha2.js";
-import { base64url } from "jose";
 
 /**
  * API keys: `camp_` followed by 32 random bytes in base64url (43 characters).
@@ -15,7 +14,15 @@ const KEY_PATTERN = /^camp_[A-Za-z0-9_-]{43,}$/;
 export function newApiKey(): string {
   const bytes = new Uint8Array(RANDOM_BYTES);
   crypto.getRandomValues(bytes);
-  return KEY_PREFIX + base64url.encode(bytes);
+  return KEY_PREFIX + base64url(bytes);
+}
+
+/** Unpadded base64url (RFC 4648 §5), without loading jose for it at start. */
+function base64url(bytes: Uint8Array): string {
+  return btoa(String.fromCharCode(...bytes))
+    .replace(/\+/g, "-")
+    .replace(/\//g, "_")
+    .replace(/=+$/, "");
 }
 
 /** Cheap shape check, so malformed keys never cost a database round trip. */

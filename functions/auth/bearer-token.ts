@@ -1,4 +1,4 @@
-import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
+import type { JWTPayload, JWTVerifyGetKey } from "jose";
 import type { Config } from "../config.ts";
 
 export interface TokenIdentity {
@@ -17,23 +17,28 @@ export type TokenVerifier = (token: string) => Promise<TokenIdentity | undefined
  * for any token that does not verify: the caller answers 401 without saying why.
  */
 export function bearerVerifier(config: Config): TokenVerifier {
-  const keys: { secret?: Uint8Array; jwks?: JWTVerifyGetKey } = {};
-  if (config.AUTH_JWT_SECRET) keys.secret = new TextEncoder().encode(config.AUTH_JWT_SECRET);
-  if (config.AUTH_JWKS_URL) keys.jwks = createRemoteJWKSet(new URL(config.AUTH_JWKS_URL));
+  const secret = config.AUTH_JWT_SECRET ? new TextEncoder().encode(config.AUTH_JWT_SECRET) : undefined;
+  const jwksUrl = config.AUTH_JWKS_URL ? new URL(config.AUTH_JWKS_URL) : undefined;
   const options = {
     issuer: config.AUTH_JWT_ISSUER,
     audience: config.AUTH_JWT_AUDIENCE,
     requiredClaims: ["exp"],
   };
+  // jose is loaded with the first Bearer token, not at start (API-key requests and
+  // /health never need it); the key set is created once, so its cache of fetched keys lasts.
+  let loading: Promise<{ jwtVerify: typeof import("jose").jwtVerify; jwks?: JWTVerifyGetKey }> | undefined;
+  const load = () =>
+    (loading ??= import("jose").then((jose) => ({
+      jwtVerify: jose.jwtVerify,
+      jwks: jwksUrl && jose.createRemoteJWKSet(jwksUrl),
+    })));
 
   async function verify(token: string): Promise<JWTPayload | undefined> {
+    if (!secret && !jwksUrl) return undefined;
+    const { jwtVerify, jwks } = await load();
     const attempts: Array<() => Promise<{ payload: JWTPayload }>> = [];
-    if (keys.secret) {
-      const secret = keys.secret;
-      attempts.push(() => jwtVerify(token, secret, { ...options, algorithms: ["HS256"] }));
-    }
-    if (keys.jwks) {
-      const jwks = keys.jwks;
+    if (secret) attempts.push(() => jwtVerify(token, secret, { ...options, algorithms: ["HS256"] }));
+    if (jwks) {
       attempts.push(() =>
         jwtVerify(token, jwks, { ...options, algorithms: ["RS256", "RS384", "RS512", "ES256", "ES384", "PS256", "EdDSA"] }),
       );
