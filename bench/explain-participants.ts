@@ -188,6 +188,9 @@ function recorder(): { sql: Sql; statements: Statement[] } {
       statements.push({ text, values });
       return undefined;
     },
+    async each(text, values) {
+      statements.push({ text, values });
+    },
   };
   return { sql, statements };
 }

@@ -99,6 +99,22 @@ describe("GET /api/v1/participants/export.csv", () => {
     expect(plain).toMatchObject({ first_name: "Anne-Marie", surname: "A=B" });
   });
 
+  it("quotes cells holding commas, quotes or line breaks, so that they read back unchanged", async () => {
+    const instance = (await addCampStructure(t(), tenant.tenantId, "Quotes")).instanceId;
+    await bulk([row({ instance_id: instance, user_id: "q-1", first_name: 'Ann "Nan"', surname: "Smith, Jr.", rank: 'a,b"c' })]);
+    // Line breaks do not come through the API's trimmed fields, but SQL writers may store them.
+    await t().admin(
+      `insert into participants (tenant_id, instance_id, user_id, first_name, surname, unit_name, school_institute)
+       values ($1, $2, 'q-2', 'Two', 'Lines', E'first\\r\\nsecond', E'one\\ntwo, three')`,
+      [tenant.tenantId, instance],
+    );
+    const lines = await exported(`?instance_id=${instance}`);
+    expect(lines.map((l) => [l.user_id, l.first_name, l.surname, l.rank, l.unit_name, l.school_institute])).toEqual([
+      ["q-1", 'Ann "Nan"', "Smith, Jr.", 'a,b"c', "", ""],
+      ["q-2", "Two", "Lines", "", "first\r\nsecond", "one\ntwo, three"],
+    ]);
+  });
+
   it("applies the list's filters and returns the list's rows in the list's order", async () => {
     const instance = await addCampStructure(t(), tenant.tenantId, "Filter");
     await bulk([

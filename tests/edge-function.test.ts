@@ -152,6 +152,17 @@ describe("the Edge Function under Deno", () => {
     expect(listed.status).toBe(200);
     expect(listed.body.meta).toEqual({ total: 1, limit: 50, offset: 0 });
     expect(listed.body.data[0]).toMatchObject({ id: created.body.data.id, full_name: "Ada Lovelace" });
+
+    // The CSV export reads its pages row by row (pg's Query events) under Deno too.
+    const csv = await send("GET", api(`/participants/export.csv?instance_id=${instance.body.data.id}`), { key });
+    expect(csv.status).toBe(200);
+    const [header, line, end] = csv.body
+      .toString("utf8")
+      .replace(/^\uFEFF/, "")
+      .split("\r\n");
+    expect(header).toMatch(/^id,instance_id,user_id,first_name,surname,full_name,/);
+    expect(line).toMatch(new RegExp(`^${created.body.data.id},${instance.body.data.id},edge-1,Ada,Lovelace,Ada Lovelace,`));
+    expect(end).toBe("");
   });
 
   it("issues a key to a Bearer-authenticated user, and the key works at once", async () => {

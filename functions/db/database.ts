@@ -13,6 +13,8 @@ export interface Sql {
   query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]>;
   /** The first row, or undefined. */
   one<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R | undefined>;
+  /** Hands each row to `onRow` as it arrives and keeps none: for results too large to hold at once. */
+  each<R extends object = Record<string, unknown>>(text: string, values: unknown[], onRow: (row: R) => void): Promise<void>;
 }
 
 /** The role every API request runs as; see sql/migrations/*_bootstrap.sql. */
@@ -52,6 +54,16 @@ function wrap(client: pg.ClientBase, prepare: boolean): Sql {
     },
     async one(text, values) {
       return (await client.query(statement(text, values, prepare))).rows[0];
+    },
+    each(text, values, onRow) {
+      // A Query with a row listener and no callback does not collect its rows.
+      const query = new pg.Query(statement(text, values, prepare));
+      return new Promise((resolve, reject) => {
+        query.on("row", onRow);
+        query.on("end", () => resolve());
+        query.on("error", reject);
+        client.query(query);
+      });
     },
   };
 }
