@@ -4,7 +4,10 @@
  * The Edge Function entry under Deno against the Node server, on one database:
  *   1. cold start: from spawning `deno run supabase/functions/api/index.ts` to
  *      its first 200 on /health (packages already in Deno's cache, as they are
- *      in a deployed bundle), several starts;
+ *      in a deployed bundle), several starts; each start with Deno's V8 code
+ *      cache (filled by the first start, as on a machine that has run the entry
+ *      before) is followed by one with `--no-code-cache` (every module compiled
+ *      from source: what a platform that keeps no code cache would see);
  *   2. throughput of GET /api/v1/participants (a 50-row page of a tenant with
  *      `--participants` rows) with autocannon: both servers up, taking turns for
  *      `--rounds` rounds, same pool size and connections.
@@ -123,7 +126,7 @@ async function stop(server: Server): Promise<void> {
   });
 }
 
-const denoServer = (databaseUrl: string) =>
+const denoServer = (databaseUrl: string, flags: string[] = []) =>
   startServer(
     DENO,
     [
@@ -132,6 +135,7 @@ const denoServer = (databaseUrl: string) =>
       "--allow-env",
       "--allow-read",
       "--node-modules-dir=none",
+      ...flags,
       "--config",
       "supabase/functions/api/deno.json",
       "supabase/functions/api/index.ts",
@@ -203,17 +207,23 @@ async function main() {
   const data = await seed(serverUrl, Number(args.participants));
   say(`seeded ${args.participants} participants in ${data.name}`);
   try {
-    // The first start fills Deno's package cache; it is not a cold start of a deployed function.
+    // The first start fills Deno's package cache (and its V8 code cache); it is not a cold start of a deployed function.
     await stop(await denoServer(data.url));
     const starts: number[] = [];
     const startCpu: number[] = [];
     const listens: number[] = [];
+    const uncached: number[] = [];
+    const uncachedCpu: number[] = [];
     for (let i = 0; i < Number(args.starts); i++) {
       const server = await denoServer(data.url);
       starts.push(server.startMs);
       startCpu.push(server.startCpuMs);
       listens.push(server.listenMs);
       await stop(server);
+      const compiled = await denoServer(data.url, ["--no-code-cache"]);
+      uncached.push(compiled.startMs);
+      uncachedCpu.push(compiled.startCpuMs);
+      await stop(compiled);
     }
     starts.sort((a, b) => a - b);
     const coldStart = {
@@ -222,9 +232,11 @@ async function main() {
       maxMs: starts[starts.length - 1] ?? Number.NaN,
       cpuMedianMs: median(startCpu),
       listenMedianMs: median(listens),
+      noCodeCache: { medianMs: median(uncached), cpuMedianMs: median(uncachedCpu), samplesMs: uncached.map(Math.round) },
     };
     say(
-      `Deno cold start: median ${coldStart.medianMs.toFixed(0)} ms (min ${coldStart.minMs.toFixed(0)}, max ${coldStart.maxMs.toFixed(0)}), CPU ${coldStart.cpuMedianMs.toFixed(0)} ms`,
+      `Deno cold start: median ${coldStart.medianMs.toFixed(0)} ms (min ${coldStart.minMs.toFixed(0)}, max ${coldStart.maxMs.toFixed(0)}), CPU ${coldStart.cpuMedianMs.toFixed(0)} ms; ` +
+        `without code cache: median ${coldStart.noCodeCache.medianMs.toFixed(0)} ms, CPU ${coldStart.noCodeCache.cpuMedianMs.toFixed(0)} ms`,
     );
 
     // Both servers run side by side and take turns under load, round after round, so a
@@ -278,6 +290,7 @@ async function main() {
         `| Deno cold start ms (median of ${starts.length}) | | ${coldStart.medianMs.toFixed(0)} | < 300 | ${report.met.coldStart ? "yes" : "NO"} |`,
         `| of which to "Listening on" ms (median) | | ${coldStart.listenMedianMs.toFixed(0)} | | |`,
         `| Deno cold start CPU ms (median) | | ${coldStart.cpuMedianMs.toFixed(0)} | | |`,
+        `| Deno cold start without V8 code cache ms (median; CPU) | | ${coldStart.noCodeCache.medianMs.toFixed(0)} (CPU ${coldStart.noCodeCache.cpuMedianMs.toFixed(0)}) | | |`,
         `| load average at start / end | ${loadAtStart[0]?.toFixed(1)} | ${report.loadAverage.end[0]?.toFixed(1)} | | |`,
         "",
       ].join("\n"),
