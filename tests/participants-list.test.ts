@@ -19,10 +19,26 @@ interface Person {
   user_id: string;
   status?: string;
   full_name?: string;
+  [field: string]: string | undefined;
 }
 
 const PEOPLE: Person[] = [
-  { first_name: "Ada", surname: "Lovelace", user_id: "ADA-1" },
+  {
+    first_name: "Ada",
+    surname: "Lovelace",
+    user_id: "ADA-1",
+    // Every other field, so that the list's JSON (written by Postgres) is compared with the single read's field by field.
+    gender: "Female",
+    pronouns: "she/her",
+    date_of_birth: "2012-12-10",
+    school_year: "Year 8",
+    rank: 'Scout "lead", first',
+    unit_name: "Ünit ✓ 🏕️",
+    school_institute: "Back\\slash\ttab",
+    arrival_date: "2026-07-01",
+    departure_date: "2026-07-14",
+    photo_link: "https://example.test/a.jpg",
+  },
   { first_name: "Grace", surname: "Hopper", user_id: "gh-2", status: "inactive" },
   { first_name: "Alan", surname: "Turing", user_id: "at_3" },
   { first_name: "Katherine", surname: "Johnson", user_id: "kj-4", full_name: "Katherine G. Johnson" },
@@ -78,6 +94,8 @@ describe("GET /api/v1/participants", () => {
     expect(first).not.toHaveProperty("deleted_at");
     const single = await call(app, "GET", `${BASE}/${first.id}`, { key });
     expect(single.body.data).toEqual(first);
+    expect(Object.keys(first)).toEqual(Object.keys(single.body.data));
+    expect(first).toEqual(everyone[0]);
   });
 
   it("pages through in a stable order: pages are disjoint and together are the whole list", async () => {

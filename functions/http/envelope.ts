@@ -1,4 +1,4 @@
-import type { Context } from "hono";
+import type { Context, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 import type { ApiError } from "./errors.ts";
 
@@ -17,6 +17,20 @@ export function ok<T, S extends 200 | 201 = 200>(c: Context, data: T, status?: S
 /** `{success: true, data: [...], meta: {total, limit, offset}}`. */
 export function list<T>(c: Context, data: T[], meta: ListMeta) {
   return c.json({ success: true as const, data, meta }, 200);
+}
+
+/**
+ * The same list envelope around a page that Postgres has already written as
+ * a JSON array of T (participants: see listParticipants), spliced in as it
+ * is. Typed as the JSON response it is, which the route's schema describes.
+ */
+export function listOfJson<T>(c: Context, json: string, meta: ListMeta) {
+  const body = `{"success":true,"data":${json},"meta":${JSON.stringify(meta)}}`;
+  return c.body(body, 200, { "Content-Type": "application/json" }) as unknown as TypedResponse<
+    { success: true; data: T[]; meta: ListMeta },
+    200,
+    "json"
+  >;
 }
 
 /** `{success: true, message}` for operations that return no record (deletes, revokes). */

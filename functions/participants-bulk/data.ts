@@ -1,5 +1,5 @@
 import type { Sql } from "../db/database.ts";
-import { COLUMNS, JOINS, listConditions, type ParticipantRow } from "../participants/data.ts";
+import { COLUMNS, isoTimestamp, JOINS, listConditions, type ParticipantRow } from "../participants/data.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";
 
 /**
@@ -218,9 +218,8 @@ export const EXPORT_COLUMNS = [
 const neutralised = (column: string) =>
   `case when left(${column}, 1) in ('=', '+', '-', '@', chr(9), chr(13), '\uFF1D', '\uFF0B', '\uFF0D', '\uFF20') ` +
   `then '''' || ${column} else ${column} end`;
-/** Dates as YYYY-MM-DD and timestamps as the API writes them (ISO 8601, UTC, milliseconds), whatever the session's DateStyle. */
+/** Dates as YYYY-MM-DD whatever the session's DateStyle; timestamps as the API writes them. */
 const isoDate = (column: string) => `to_char(${column}, 'YYYY-MM-DD')`;
-const isoTimestamp = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /** Each exported column as text. */
 const EXPORT_VALUES: Record<(typeof EXPORT_COLUMNS)[number], string> = {

@@ -1,6 +1,6 @@
-import { createRoute } from "@hono/zod-openapi";
+import { createRoute, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
-import { list, message, ok } from "../http/envelope.ts";
+import { listOfJson, message, ok } from "../http/envelope.ts";
 import { notFound } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
@@ -85,7 +85,7 @@ participantRoutes
   .openapi(listRoute, async (c) => {
     const filters = c.req.valid("query");
     const page = await c.var.db.asTenant(c.var.principal, (sql) => listParticipants(sql, filters));
-    return list(c, page.rows, page.meta);
+    return listOfJson<z.infer<typeof Participant>>(c, page.json, page.meta);
   })
   .openapi(get, async (c) => {
     const id = c.req.valid("param").id;
