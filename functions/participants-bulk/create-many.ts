@@ -1,4 +1,4 @@
-import type { Sql } from "../db/database.ts";
+import { REQUEST_PLAN_CACHE_MODE, type Sql } from "../db/database.ts";
 import type { ParticipantRow } from "../participants/data.ts";
 import type { CreateInput } from "../participants/schemas.ts";
 import { findInstances, findStructure, insertParticipants, takenUserIds } from "./data.ts";
@@ -35,16 +35,16 @@ export async function prepareRows(sql: Sql, candidates: Candidate[], options: Pr
     for (const id of [data.super_group_id, data.sub_group_id, data.block_id, data.room_id]) if (id) ids.add(id);
   }
   const pairs = rows.map(({ data }) => ({ instance_id: data.instance_id, user_id: data.user_id }));
-  // Statements are prepared, and after a few runs Postgres may keep a generic
-  // plan: with `= any($array)` it cannot hash the array, and with statistics
-  // that lag behind a bulk load (a new tenant's first imports) it then compares
-  // every row of the tenant with every value. These reads are planned for
-  // their actual values; the inserts' triggers keep their cached plans.
+  // Requests plan their statements generically (REQUEST_PLAN_CACHE_MODE), but
+  // a generic plan of these reads cannot hash `= any($array)`, and with
+  // statistics that lag behind a bulk load (a new tenant's first imports) it
+  // compares every row of the tenant with every value. These reads are
+  // planned for their actual values; the inserts' triggers keep their cached plans.
   await sql.query("set local plan_cache_mode = force_custom_plan");
   const found = await findInstances(sql, [...instances]);
   const structure = await findStructure(sql, [...ids], options.namesIn ?? []);
   const taken = await takenUserIds(sql, pairs);
-  await sql.query("set local plan_cache_mode to default");
+  await sql.query(`set local plan_cache_mode = ${REQUEST_PLAN_CACHE_MODE}`);
   const checked = checkRows(
     rows,
     {
