@@ -149,6 +149,23 @@ describe("GET /api/v1/participants", () => {
     expect(both.body.meta.total).toBe(1);
   });
 
+  it("writes a page of one instance exactly as the whole list writes its participants, names included", async () => {
+    // The two read the names differently (joined on the instance, or looked up by id).
+    const all = (await call(app, "GET", BASE, { key })).body.data as Person[];
+    for (const instance of [camp, other]) {
+      const page = (await call(app, "GET", `${BASE}?instance_id=${instance.instanceId}`, { key })).body.data as Person[];
+      expect(page).toEqual(all.filter((p) => p.instance_id === instance.instanceId));
+      expect(page.map((p) => Object.keys(p))).toEqual(page.map(() => Object.keys(all[0] ?? {})));
+      const placed = page.filter((p) => p.room_id !== null);
+      expect(placed.length).toBeGreaterThan(0);
+      for (const p of placed) {
+        expect([p.supergroup_name, p.subgroup_name, p.block_name, p.room_name]).toEqual(
+          ["Eagles", "Nest", "North", "Lakeview"].map((name) => name + (instance === camp ? "A" : "B")),
+        );
+      }
+    }
+  });
+
   it("filters by super_group_id, sub_group_id, block_id and room_id", async () => {
     const expected = ["ADA-1", "at_3", "ed-5"];
     for (const filter of [

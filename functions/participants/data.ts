@@ -26,25 +26,47 @@ const FIELDS = `p.id, p.instance_id, p.user_id, p.first_name, p.surname, p.full_
 export const COLUMNS = `${FIELDS}, sg.name as supergroup_name, sub.name as subgroup_name, b.name as block_name,
   r.name as room_name`;
 
-/**
- * The same names as subqueries: one primary-key lookup per row, whatever the
- * planner estimates. Joined, the page's 50 rows were hashed against every
- * group and block of the tenant, a cost that grows with the tenant.
- */
-const NAMES = `(select sg.name from public.supergroups sg where sg.id = p.super_group_id) as supergroup_name,
-  (select sub.name from public.subgroups sub where sub.id = p.sub_group_id) as subgroup_name,
-  (select b.name from public.blocks b where b.id = p.block_id) as block_name,
-  (select r.name from public.rooms r where r.id = p.room_id) as room_name`;
-
 /** A timestamp as JavaScript's toISOString writes it (ISO 8601, UTC, milliseconds), whatever the session's settings. */
 export const isoTimestamp = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
+/** The four names a participant carries, as SQL expressions over `p`. */
+type NameExpressions = readonly [supergroup: string, subgroup: string, block: string, room: string];
+
+/**
+ * The names by primary key, one lookup per row, right whatever the rows'
+ * instances. Joined instead, the page's 50 rows were hashed against every
+ * group and block of the tenant, a cost that grows with the tenant.
+ */
+const NAMES_BY_ID: NameExpressions = [
+  "(select sg.name from public.supergroups sg where sg.id = p.super_group_id)",
+  "(select sub.name from public.subgroups sub where sub.id = p.sub_group_id)",
+  "(select b.name from public.blocks b where b.id = p.block_id)",
+  "(select r.name from public.rooms r where r.id = p.room_id)",
+];
+
+/**
+ * The names of a page whose rows are all in one instance (`instance` is its
+ * placeholder): each table joined on (instance_id, id), so Postgres reads the
+ * instance's few groups, blocks and rooms once each by the unique
+ * (instance_id, id) index, where NAMES_BY_ID makes 200 index lookups for a
+ * page of 50 (each a subplan that evaluates the table's policy again). The
+ * composite foreign keys of the participants migration make (instance_id,
+ * super_group_id) and the others point at exactly the row the id alone would.
+ */
+const namesOfInstance = (instance: string) => ({
+  expressions: ["sg.name", "sub.name", "b.name", "r.name"] as NameExpressions,
+  joins: `left join public.supergroups sg on sg.instance_id = ${instance} and sg.id = p.super_group_id
+  left join public.subgroups sub on sub.instance_id = ${instance} and sub.id = p.sub_group_id
+  left join public.blocks b on b.instance_id = ${instance} and b.id = p.block_id
+  left join public.rooms r on r.instance_id = ${instance} and r.id = p.room_id`,
+});
+
 /**
  * A participant as the API writes it, written by Postgres for lists: the
- * fields of FIELDS and the names of NAMES, in the same order, timestamps as
- * the JSON of a ParticipantRow has them, dates as YYYY-MM-DD (JSON's form).
+ * fields of FIELDS and the four names, in the same order, timestamps as the
+ * JSON of a ParticipantRow has them, dates as YYYY-MM-DD (JSON's form).
  */
-const PARTICIPANT_JSON = `json_build_object(
+const participantJson = ([supergroup, subgroup, block, room]: NameExpressions) => `json_build_object(
   'id', p.id, 'instance_id', p.instance_id, 'user_id', p.user_id, 'first_name', p.first_name,
   'surname', p.surname, 'full_name', p.full_name, 'gender', p.gender, 'pronouns', p.pronouns,
   'status', p.status, 'date_of_birth', p.date_of_birth, 'school_year', p.school_year, 'rank', p.rank,
@@ -52,10 +74,7 @@ const PARTICIPANT_JSON = `json_build_object(
   'departure_date', p.departure_date, 'super_group_id', p.super_group_id, 'sub_group_id', p.sub_group_id,
   'block_id', p.block_id, 'room_id', p.room_id, 'room_number', p.room_number, 'photo_link', p.photo_link,
   'created_at', ${isoTimestamp("p.created_at")}, 'updated_at', ${isoTimestamp("p.updated_at")},
-  'supergroup_name', (select sg.name from public.supergroups sg where sg.id = p.super_group_id),
-  'subgroup_name', (select sub.name from public.subgroups sub where sub.id = p.sub_group_id),
-  'block_name', (select b.name from public.blocks b where b.id = p.block_id),
-  'room_name', (select r.name from public.rooms r where r.id = p.room_id))`;
+  'supergroup_name', ${supergroup}, 'subgroup_name', ${subgroup}, 'block_name', ${block}, 'room_name', ${room})`;
 
 /** The names come from the same statement as the rows (one lookup by primary key each). */
 export const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
@@ -171,20 +190,28 @@ const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_
  * private.search_participant_ids, where the trigram index can serve it (under
  * RLS it could not: see the *_participant_list_indexes migration).
  */
-export function listConditions(filters: Omit<ListFilters, "limit" | "offset">): { where: string[]; params: unknown[] } {
+export function listConditions(filters: Omit<ListFilters, "limit" | "offset">): {
+  where: string[];
+  params: unknown[];
+  /** The placeholder of the instance filter, when there is one. */
+  instance?: string;
+} {
   const where = ["p.deleted_at is null"];
   const params: unknown[] = [];
+  let instance: string | undefined;
   for (const field of EQUALITY_FILTERS) {
     const value = filters[field];
     if (value === undefined) continue;
     params.push(value);
-    where.push(`p.${field} = $${params.length}`);
+    const placeholder = `$${params.length}`;
+    if (field === "instance_id") instance = placeholder;
+    where.push(`p.${field} = ${placeholder}`);
   }
   if (filters.q !== undefined) {
     params.push(likePattern(filters.q));
     where.push(`p.id in (select found.id from private.search_participant_ids($${params.length}) as found(id))`);
   }
-  return { where, params };
+  return { where, params, instance };
 }
 
 /**
@@ -194,19 +221,22 @@ export function listConditions(filters: Omit<ListFilters, "limit" | "offset">): 
  * reading a row or a field of it (bench/README.md, "What moved the figures").
  * The page is cut before the names are looked up, so an offset skips rows
  * without looking up names; the total is an uncorrelated subquery, which
- * Postgres runs once, reading participants alone.
+ * Postgres runs once, reading participants alone. A page of one instance
+ * (the usual request) takes its names from that instance's rows.
  */
 export async function listParticipants(sql: Sql, filters: ListFilters): Promise<{ json: string; meta: ListMeta }> {
-  const { where, params } = listConditions(filters);
+  const { where, params, instance } = listConditions(filters);
   const conditions = where.join(" and ");
   const n = params.length;
+  const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
   const page = await sql.one<{ json: string; total: number }>(
-    `select coalesce(json_agg(${PARTICIPANT_JSON} order by p.created_at, p.id), '[]')::text as json,
+    `select coalesce(json_agg(${participantJson(names.expressions)} order by p.created_at, p.id), '[]')::text as json,
        (select count(*) from public.participants p where ${conditions}) as total
      from (
        select * from public.participants p where ${conditions}
        order by p.created_at, p.id limit $${n + 1} offset $${n + 2}
-     ) p`,
+     ) p
+     ${names.joins}`,
     [...params, filters.limit, filters.offset],
   );
   return {
