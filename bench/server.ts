@@ -20,9 +20,8 @@ let clientIds = new WeakMap<object, number>();
 // Requests carrying the capture header run in a context of their own, so
 // statements of requests still in flight from a previous load are not captured.
 // The storage is disabled again when the capture ends: while any is enabled,
-// Node runs its hooks on every promise of every request (about 1 % of the
-// server's CPU in a profile of the load that follows), which `npm start`
-// does not pay.
+// Node runs its hooks on every promise of every request, a cost `npm start`
+// does not pay (bench/README.md, "What moved the figures", item 14).
 const captured = new AsyncLocalStorage<true>();
 const emit = Server.prototype.emit;
 Server.prototype.emit = function (this: Server, event: string, ...args: unknown[]) {
