@@ -63,18 +63,49 @@ const namesOfInstance = (instance: string) => ({
 
 /**
  * A participant as the API writes it, written by Postgres for lists: the
- * fields of FIELDS and the four names, in the same order, timestamps as the
- * JSON of a ParticipantRow has them, dates as YYYY-MM-DD (JSON's form).
+ * fields of FIELDS and the four names, in the same order, each with the SQL
+ * for its text. Every field of a participant is a JSON string or null (ids,
+ * dates as YYYY-MM-DD, timestamps as the JSON of a ParticipantRow has them),
+ * which is what lets json_object write it from two text arrays: it escapes
+ * each value and looks up no types, where json_build_object looked up the
+ * type of each of its 56 arguments on every row (a quarter of the statement's
+ * execution; bench/README.md, "What moved the figures"). A field that is not
+ * a string would need json_build_object again.
  */
-const participantJson = ([supergroup, subgroup, block, room]: NameExpressions) => `json_build_object(
-  'id', p.id, 'instance_id', p.instance_id, 'user_id', p.user_id, 'first_name', p.first_name,
-  'surname', p.surname, 'full_name', p.full_name, 'gender', p.gender, 'pronouns', p.pronouns,
-  'status', p.status, 'date_of_birth', p.date_of_birth, 'school_year', p.school_year, 'rank', p.rank,
-  'unit_name', p.unit_name, 'school_institute', p.school_institute, 'arrival_date', p.arrival_date,
-  'departure_date', p.departure_date, 'super_group_id', p.super_group_id, 'sub_group_id', p.sub_group_id,
-  'block_id', p.block_id, 'room_id', p.room_id, 'room_number', p.room_number, 'photo_link', p.photo_link,
-  'created_at', ${isoTimestamp("p.created_at")}, 'updated_at', ${isoTimestamp("p.updated_at")},
-  'supergroup_name', ${supergroup}, 'subgroup_name', ${subgroup}, 'block_name', ${block}, 'room_name', ${room})`;
+function participantJson([supergroup, subgroup, block, room]: NameExpressions): string {
+  const fields: Array<[key: string, text: string]> = [
+    ["id", "p.id::text"],
+    ["instance_id", "p.instance_id::text"],
+    ["user_id", "p.user_id"],
+    ["first_name", "p.first_name"],
+    ["surname", "p.surname"],
+    ["full_name", "p.full_name"],
+    ["gender", "p.gender"],
+    ["pronouns", "p.pronouns"],
+    ["status", "p.status"],
+    ["date_of_birth", "p.date_of_birth::text"],
+    ["school_year", "p.school_year"],
+    ["rank", "p.rank"],
+    ["unit_name", "p.unit_name"],
+    ["school_institute", "p.school_institute"],
+    ["arrival_date", "p.arrival_date::text"],
+    ["departure_date", "p.departure_date::text"],
+    ["super_group_id", "p.super_group_id::text"],
+    ["sub_group_id", "p.sub_group_id::text"],
+    ["block_id", "p.block_id::text"],
+    ["room_id", "p.room_id::text"],
+    ["room_number", "p.room_number"],
+    ["photo_link", "p.photo_link"],
+    ["created_at", isoTimestamp("p.created_at")],
+    ["updated_at", isoTimestamp("p.updated_at")],
+    ["supergroup_name", supergroup],
+    ["subgroup_name", subgroup],
+    ["block_name", block],
+    ["room_name", room],
+  ];
+  const keys = fields.map(([key]) => key).join(",");
+  return `json_object('{${keys}}'::text[], array[${fields.map(([, text]) => text).join(", ")}])`;
+}
 
 /** The names come from the same statement as the rows (one lookup by primary key each). */
 export const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
