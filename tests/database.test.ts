@@ -37,6 +37,31 @@ describe("the tenant transaction", () => {
     }
   });
 
+  it("reads dates and timestamps in ISO form whatever DateStyle the connection starts with", async () => {
+    const url = new URL(t().url);
+    url.searchParams.set("options", "-c DateStyle=SQL,DMY");
+    const db = new Database(url.toString(), { max: 1 });
+    try {
+      const row = await db.asTenant(principal(), (sql) =>
+        sql.one<{ day: string; at: Date }>(
+          "select '2010-05-04'::date as day, '2010-05-04 10:11:12.345+00'::timestamptz as at",
+          [],
+        ),
+      );
+      expect(row?.day).toBe("2010-05-04");
+      expect(row?.at.toISOString()).toBe("2010-05-04T10:11:12.345Z");
+      // The setting is the request's only: the connection's own comes back after it.
+      const client = await db.pool.connect();
+      try {
+        expect((await client.query("show DateStyle")).rows[0].DateStyle).toBe("SQL, DMY");
+      } finally {
+        client.release();
+      }
+    } finally {
+      await db.close();
+    }
+  });
+
   it("scopes every statement to the principal's tenant and the API role", async () => {
     const other = await newTenant(t().db);
     const seen = await t().db.asTenant(principal(), (sql) =>

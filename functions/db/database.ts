@@ -89,10 +89,20 @@ const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padSt
  */
 export const REQUEST_PLAN_CACHE_MODE = "force_generic_plan";
 
-/** The statements that open a transaction with a tenant scope: role, timeout, plan caching, claims. */
+/**
+ * Dates and timestamps leave Postgres as text, in the form DateStyle gives
+ * them: node-postgres parses that text, and the participant list writes dates
+ * into its JSON as text. A server, database or login role with another
+ * DateStyle (`SQL, DMY` writes 04/05/2010) would change what clients read, so
+ * each request pins Postgres's default.
+ */
+const DATE_STYLE = "ISO, MDY";
+
+/** The statements that open a transaction with a tenant scope: role, timeout, plan caching, date style, claims. */
 const scopeSettings = (claims: string) =>
   `set_config('role', '${API_ROLE}', true), set_config('statement_timeout', '${STATEMENT_TIMEOUT}', true), ` +
-  `set_config('plan_cache_mode', '${REQUEST_PLAN_CACHE_MODE}', true), set_config('request.jwt.claims', ${claims}, true)`;
+  `set_config('plan_cache_mode', '${REQUEST_PLAN_CACHE_MODE}', true), set_config('DateStyle', '${DATE_STYLE}', true), ` +
+  `set_config('request.jwt.claims', ${claims}, true)`;
 
 /**
  * The service's handle on Postgres: a pool, and the one function that opens a
