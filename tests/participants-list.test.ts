@@ -1,4 +1,6 @@
+import { z } from "@hono/zod-openapi";
 import { beforeAll, describe, expect, it } from "vitest";
+import { Participant } from "../functions/participants/schemas.ts";
 import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, testApp } from "./support/fixtures.ts";
@@ -147,6 +149,24 @@ describe("GET /api/v1/participants", () => {
     const both = await call(app, "GET", `${BASE}?status=inactive&instance_id=${camp.instanceId}`, { key });
     expect(both.body.data.map((p: Person) => p.user_id)).toEqual(["ed-5"]);
     expect(both.body.meta.total).toBe(1);
+  });
+
+  it("has only fields that are strings or null, which lets Postgres write the list's JSON with json_object", () => {
+    // participantJson (functions/participants/data.ts) turns every field into text;
+    // a number or boolean field would come out quoted there and not in the single read.
+    const types = new Set<string>();
+    const collect = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(collect);
+      else if (node && typeof node === "object") {
+        for (const [key, value] of Object.entries(node)) {
+          if (key !== "type") collect(value);
+          else for (const type of [value].flat()) types.add(String(type));
+        }
+      }
+    };
+    const schema = z.toJSONSchema(Participant) as { properties: Record<string, unknown> };
+    collect(schema.properties);
+    expect([...types].sort()).toEqual(["null", "string"]);
   });
 
   it("writes a page of one instance exactly as the whole list writes its participants, names included", async () => {
