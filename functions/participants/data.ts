@@ -70,7 +70,8 @@ const namesOfInstance = (instance: string) => ({
  * each value and looks up no types, where json_build_object looked up the
  * type of each of its 56 arguments on every row (a quarter of the statement's
  * execution; bench/README.md, "What moved the figures"). A field that is not
- * a string would need json_build_object again.
+ * a string would need json_build_object again (tests/participants-list.test.ts
+ * fails when the Participant schema gets one).
  */
 function participantJson([supergroup, subgroup, block, room]: NameExpressions): string {
   const fields: Array<[key: string, text: string]> = [
