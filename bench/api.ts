@@ -9,6 +9,8 @@ export interface ApiRun {
   vars: () => Vars;
   connections: number;
   seconds: number;
+  /** Headers beyond the key and content type (the floor's vars). */
+  headers?: (v: Vars) => Record<string, string>;
 }
 
 /** One request of the scenario, outside any load (for the statement capture). */
@@ -25,7 +27,7 @@ export async function sendOne(url: string, scenario: Scenario, v: Vars): Promise
 }
 
 /**
- * autocannon against the server: `connections` keep-alive connections, each
+ * autocannon against a server (the API or the floor): `connections` keep-alive connections, each
  * request with the vars of a fresh pick. Latency is recorded from autocannon's
  * per-response timing (sub-millisecond) into the same histogram type as the
  * raw baseline; anything but the scenario's status counts as an error.
@@ -50,7 +52,7 @@ export async function runApi(run: ApiRun): Promise<LoadFigures & { sent: number 
           method: run.scenario.method,
           setupRequest: (request) => {
             const v = run.vars();
-            const headers = { "x-api-key": v.key, "content-type": "application/json" };
+            const headers = { "x-api-key": v.key, "content-type": "application/json", ...run.headers?.(v) };
             const body = run.scenario.body?.(v);
             return { ...request, path: run.scenario.path(v), headers, ...(body ? { body } : {}) };
           },

@@ -22,12 +22,13 @@ import { type RunResult, renderTable, type ScaleResult, type ScenarioResult, TAR
 import { SCENARIOS, type Scenario, type Vars, varsSource, WRITE_PREFIX } from "./scenarios.ts";
 import { RESULTS_DIR, readSeedFile, type SeedFile } from "./seed-file.ts";
 import { BenchServer } from "./server-process.ts";
+import { encodeVars, FLOOR_VARS_HEADER } from "./server-protocol.ts";
 
 /**
  * npm run bench [-- --duration 20 --connections 32 --scenarios list,get,write --skip-scale --smoke
  *                  --out DIR --profile DIR]
- * Load against the Node server on DATABASE_URL's (seeded) database, the raw
- * baseline of the same statements, and the per-instance list at 10,000 vs
+ * Load against the Node server on DATABASE_URL's (seeded) database, the Node
+ * floor and the raw baseline of the same statements, and the per-instance list at 10,000 vs
  * 1,000,000 participants. See bench/README.md.
  */
 const { values: args } = parseArgs({
@@ -62,13 +63,18 @@ function commit(): string {
 
 interface Harness {
   server: BenchServer;
+  floor: BenchServer;
   /** The raw baseline's pool, sized like the server's. */
   pool: pg.Pool;
   url: string;
   vars: () => Vars;
 }
 
-/** One scenario: capture one request's statements, load the API, then replay the statements raw. */
+/**
+ * One scenario: capture one request's statements, load the API, then the
+ * floor (a bare node:http server replaying the statements), then replay the
+ * statements raw.
+ */
 async function measureScenario(h: Harness, scenario: Scenario): Promise<ScenarioResult> {
   say(`${scenario.name}: API ${seconds} s…`);
   const run = { url: h.server.url, scenario, vars: h.vars, connections };
@@ -84,8 +90,17 @@ async function measureScenario(h: Harness, scenario: Scenario): Promise<Scenario
   const underLoad = (await h.server.settleQueryCount()) / Math.max(1, api.sent);
   const apiCpuPerRequest = await cpuPerRequest(h.url, apiCpu, h.server.pid, api.requests);
 
+  say(`${scenario.name}: floor ${seconds} s…`);
+  const templates = compile(statements, first);
+  await h.floor.serve(templates, scenario.status);
+  const floorRun = { ...run, url: h.floor.url, headers: (v: Vars) => ({ [FLOOR_VARS_HEADER]: encodeVars(v) }) };
+  if (warmup > 0) await runApi({ ...floorRun, seconds: warmup });
+  const floorCpu = await sampleCpu(h.url, h.floor.pid);
+  const floor = await runApi({ ...floorRun, seconds });
+  const floorCpuPerRequest = await cpuPerRequest(h.url, floorCpu, h.floor.pid, floor.requests);
+
   say(`${scenario.name}: raw ${seconds} s…`);
-  const replay = { pool: h.pool, templates: compile(statements, first), vars: h.vars, connections };
+  const replay = { pool: h.pool, templates, vars: h.vars, connections };
   if (warmup > 0) await runRaw({ ...replay, seconds: warmup });
   const rawCpu = await sampleCpu(h.url, undefined);
   const raw = await runRaw({ ...replay, seconds });
@@ -94,6 +109,7 @@ async function measureScenario(h: Harness, scenario: Scenario): Promise<Scenario
     name: scenario.name,
     title: scenario.title,
     api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad, cpu: apiCpuPerRequest },
+    floor: { ...floor, round_trips: statements.length, cpu: floorCpuPerRequest },
     raw: { ...raw, round_trips: statements.length, cpu: rawCpuPerRequest },
     ratio: api.rps / raw.rps,
     target_ratio: TARGETS[scenario.name],
@@ -105,16 +121,18 @@ async function measureScenario(h: Harness, scenario: Scenario): Promise<Scenario
 /** API and raw figures for each scenario on one database. */
 async function measure(url: string, seed: SeedFile, runTag: string): Promise<ScenarioResult[]> {
   const vars = varsSource(await loadFixtures(url, seed), runTag);
-  const server = await BenchServer.start(url, poolSize, args.profile);
+  const server = await BenchServer.start(url, poolSize, { profileDir: args.profile });
+  const floor = await BenchServer.start(url, poolSize, { script: "floor-server.ts" });
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
   pool.on("error", () => {});
   const results: ScenarioResult[] = [];
   try {
     for (const scenario of SCENARIOS.filter((s) => args.scenarios?.split(",").includes(s.name))) {
-      results.push(await measureScenario({ server, pool, url, vars }, scenario));
+      results.push(await measureScenario({ server, floor, pool, url, vars }, scenario));
     }
   } finally {
     await pool.end();
+    await floor.stop();
     await server.stop();
     await removeBenchWrites(url, WRITE_PREFIX);
   }

@@ -64,7 +64,9 @@ function bind(template: Template, v: Vars): pg.QueryConfig {
   return { text, ...(template.name ? { name: template.name } : {}), ...(values ? { values } : {}) };
 }
 
-async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promise<void> {
+/** Replays one request's statements; returns the rows of the last statement that returned any. */
+export async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promise<unknown[]> {
+  let rows: unknown[] = [];
   let i = 0;
   while (i < templates.length) {
     const clientNumber = templates[i]?.client;
@@ -75,6 +77,7 @@ async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promis
         const result = (await client.query(bind(template, v))) as pg.QueryResult | pg.QueryResult[];
         const last = Array.isArray(result) ? result.at(-1) : result;
         if (template.rows && !last?.rows.length) throw new Error(`no rows from: ${last?.command} (captured: rows)`);
+        if (last?.rows.length) rows = last.rows;
       }
       client.release();
     } catch (error) {
@@ -82,6 +85,7 @@ async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars): Promis
       throw error;
     }
   }
+  return rows;
 }
 
 export interface RawRun {

@@ -8,6 +8,8 @@ export interface ScenarioResult {
   title: string;
   /** round_trips: pg queries of one captured request; under load: all queries / requests sent. */
   api: LoadFigures & { round_trips: number; round_trips_under_load: number; sent: number; cpu: CpuPerRequest };
+  /** The Node floor: a bare node:http server replaying the same statements (bench/floor-server.ts). */
+  floor: LoadFigures & { round_trips: number; sent: number; cpu: CpuPerRequest };
   raw: LoadFigures & { round_trips: number; cpu: CpuPerRequest };
   /** API requests/s divided by raw requests/s. */
   ratio: number;
@@ -65,27 +67,30 @@ export function renderTable(run: RunResult): string {
     `concurrency ${run.connections}, ${run.seconds} s per side, DB_POOL_SIZE ${run.pool_size}, ${num(run.database_participants)} participants in the database${run.smoke ? "  (SMOKE RUN: figures mean nothing)" : ""}`,
   );
   lines.push("");
+  for (const s of run.scenarios) lines.push(`${s.name.padEnd(8)}${s.title}`);
+  lines.push("");
   const head = ["   req/s", "  p50 ms", "  p99 ms", " errors", "   rt"].join("");
-  lines.push(`${"scenario".padEnd(50)}│${"API".padEnd(36)}│${"raw pg".padEnd(36)}│ API/raw`);
-  lines.push(`${"".padEnd(50)}│${head}│${head}│`);
+  const sides = ["API", "Node floor", "raw pg"].map((t) => t.padEnd(36)).join("│");
+  lines.push(`${"".padEnd(8)}│${sides}│ API/raw        API/floor floor/raw`);
+  lines.push(`${"".padEnd(8)}│${head}│${head}│${head}│`);
   for (const s of run.scenarios) {
     const verdict = s.ratio >= s.target_ratio ? "ok" : `< ${s.target_ratio}`;
-    lines.push(`${s.title.padEnd(50)}│${side(s.api)}│${side(s.raw)}│ ${s.ratio.toFixed(2)} (${verdict})`);
+    const ratios = `${`${s.ratio.toFixed(2)} (${verdict})`.padEnd(15)}${cell((s.api.rps / s.floor.rps).toFixed(2), 9)}${cell((s.floor.rps / s.raw.rps).toFixed(2), 10)}`;
+    lines.push(`${s.name.padEnd(8)}│${side(s.api)}│${side(s.floor)}│${side(s.raw)}│ ${ratios}`);
   }
-  lines.push("rt = database round trips per request");
+  lines.push("rt = database round trips per request; the floor replays the API's statements behind a bare node:http server");
   lines.push("");
+  const cpuHead = "  client  server postgres   total";
   lines.push(
-    `${"CPU ms per request".padEnd(50)}│${"  client  server postgres   total".padEnd(36)}│${"  client postgres   total".padEnd(36)}│ raw/API`,
+    `${"CPU ms".padEnd(8)}│${cpuHead.padEnd(36)}│${cpuHead.padEnd(36)}│${"  client postgres   total".padEnd(36)}│ raw/API`,
   );
+  const ms = (x: number | undefined) => cell(x === undefined ? "–" : num(x, 2), 8);
+  const total = (c: CpuPerRequest) => (c.load_generator_ms ?? 0) + (c.server_ms ?? 0) + (c.postgres_ms ?? 0);
+  const serverSide = (c: CpuPerRequest) => `${ms(c.load_generator_ms)}${ms(c.server_ms)}${ms(c.postgres_ms)}${ms(total(c))}    `;
   for (const s of run.scenarios) {
-    const a = s.api.cpu;
-    const r = s.raw.cpu;
-    const apiTotal = (a.load_generator_ms ?? 0) + (a.server_ms ?? 0) + (a.postgres_ms ?? 0);
-    const rawTotal = (r.load_generator_ms ?? 0) + (r.postgres_ms ?? 0);
-    const ms = (x: number | undefined) => cell(x === undefined ? "–" : num(x, 2), 8);
+    const [a, f, r] = [s.api.cpu, s.floor.cpu, s.raw.cpu];
     lines.push(
-      `${s.name.padEnd(50)}│${ms(a.load_generator_ms)}${ms(a.server_ms)}${ms(a.postgres_ms)}${ms(apiTotal)}    │` +
-        `${ms(r.load_generator_ms)}${ms(r.postgres_ms)}${ms(rawTotal)}            │ ${apiTotal > 0 ? (rawTotal / apiTotal).toFixed(2) : "–"}`,
+      `${s.name.padEnd(8)}│${serverSide(a)}│${serverSide(f)}│${ms(r.load_generator_ms)}${ms(r.postgres_ms)}${ms(total(r))}            │ ${total(a) > 0 ? (total(r) / total(a)).toFixed(2) : "–"}`,
     );
   }
   lines.push("client = the load generator (autocannon, or pg for raw); CPU figures hold even on a shared machine");

@@ -1,7 +1,8 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import type { CapturedStatement, ServerReply, ServerRequest } from "./server-protocol.ts";
+import type { Template } from "./raw.ts";
+import type { CapturedStatement, FloorReply, FloorRequest, ServerReply, ServerRequest } from "./server-protocol.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -16,7 +17,10 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The instrumented Node server (bench/server.ts) in a child process, and the channel to it. */
+/**
+ * A bench server in a child process, and the channel to it: the instrumented
+ * API server (bench/server.ts) or the Node floor (bench/floor-server.ts).
+ */
 export class BenchServer {
   private output = "";
 
@@ -30,10 +34,14 @@ export class BenchServer {
   }
 
   /** `profileDir`: write a V8 CPU profile of the server there when it stops. */
-  static async start(databaseUrl: string, poolSize: number, profileDir?: string): Promise<BenchServer> {
+  static async start(
+    databaseUrl: string,
+    poolSize: number,
+    options: { script?: "server.ts" | "floor-server.ts"; profileDir?: string } = {},
+  ): Promise<BenchServer> {
     const port = await freePort();
-    const profile = profileDir ? ["--cpu-prof", "--cpu-prof-dir", profileDir] : [];
-    const child = fork(`${ROOT}bench/server.ts`, [], {
+    const profile = options.profileDir ? ["--cpu-prof", "--cpu-prof-dir", options.profileDir] : [];
+    const child = fork(`${ROOT}bench/${options.script ?? "server.ts"}`, [], {
       cwd: ROOT,
       execArgv: ["--import", "tsx", ...profile],
       env: { ...process.env, DATABASE_URL: databaseUrl, PORT: String(port), DB_POOL_SIZE: String(poolSize) },
@@ -62,11 +70,18 @@ export class BenchServer {
     return this.child.pid;
   }
 
-  private ask(request: ServerRequest): Promise<ServerReply> {
+  private ask(request: ServerRequest): Promise<ServerReply>;
+  private ask(request: FloorRequest): Promise<FloorReply>;
+  private ask(request: ServerRequest | FloorRequest): Promise<ServerReply | FloorReply> {
     return new Promise((resolve) => {
-      this.child.once("message", (reply) => resolve(reply as ServerReply));
+      this.child.once("message", (reply) => resolve(reply as ServerReply | FloorReply));
       this.child.send(request);
     });
+  }
+
+  /** The floor only: the statements to replay for each request from now on, and the status to answer with. */
+  async serve(templates: Template[], status: number): Promise<void> {
+    await this.ask({ type: "serve", templates, status });
   }
 
   /** pg round trips since the last call. */

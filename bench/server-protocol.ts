@@ -1,4 +1,7 @@
-/** What bench/load.ts and the instrumented server (bench/server.ts) say to each other over IPC. */
+import type { Template } from "./raw.ts";
+import type { Vars } from "./scenarios.ts";
+
+/** What bench/load.ts and its servers (bench/server.ts, bench/floor-server.ts) say to each other. */
 
 export interface CapturedStatement {
   /** Which pg client sent it, numbered in order of first use within the capture. */
@@ -16,3 +19,20 @@ export type ServerReply = { type: "count"; queries: number } | { type: "capture"
 
 /** Sent by the bench on the one request whose statements it captures. */
 export const CAPTURE_HEADER = "x-bench-capture";
+
+/**
+ * The Node floor (bench/floor-server.ts) is told the statements to replay,
+ * and the status to answer with, once per scenario.
+ */
+export type FloorRequest = { type: "serve"; templates: Template[]; status: number };
+export type FloorReply = { type: "serving" };
+
+/** Carries a floor request's Vars (JSON, the key hash as hex): the floor does no routing or parsing of its own. */
+export const FLOOR_VARS_HEADER = "x-bench-vars";
+
+export const encodeVars = (v: Vars): string => JSON.stringify({ ...v, keyHash: v.keyHash.toString("hex") });
+
+export function decodeVars(header: string): Vars {
+  const parsed = JSON.parse(header) as Omit<Vars, "keyHash"> & { keyHash: string };
+  return { ...parsed, keyHash: Buffer.from(parsed.keyHash, "hex") };
+}

@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 describe("npm run bench -- --smoke", () => {
-  it("seeds a scratch database, loads the API and the raw baseline, and writes the figures", { timeout: 180_000 }, async () => {
+  it("seeds a scratch database, loads the API, the Node floor and the raw baseline, and writes the figures", { timeout: 180_000 }, async () => {
     out = await mkdtemp(join(tmpdir(), "camp-bench-smoke-"));
     const smoke = await run(TSX, ["bench/load.ts", "--smoke", "--out", out], { ...process.env, DATABASE_URL: t().url }, 170_000);
     expect(smoke.code, smoke.stderr).toBe(0);
@@ -26,6 +26,8 @@ describe("npm run bench -- --smoke", () => {
     expect(result.scenarios.map((s: { name: string }) => s.name)).toEqual(["list", "get", "write"]);
     for (const scenario of result.scenarios) {
       expect(scenario.api.requests).toBeGreaterThan(0);
+      expect(scenario.floor.requests).toBeGreaterThan(0);
+      expect(scenario.floor.errors).toBe(0);
       expect(scenario.raw.requests).toBeGreaterThan(0);
       expect(scenario.api.round_trips).toBeGreaterThan(0);
       expect(scenario.statements.length).toBe(scenario.api.round_trips);
