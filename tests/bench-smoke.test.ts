@@ -13,7 +13,9 @@ afterAll(async () => {
 });
 
 describe("npm run bench -- --smoke", () => {
-  it("seeds a scratch database, loads the API, the Node floor and the raw baseline, and writes the figures", { timeout: 180_000 }, async () => {
+  it("seeds a scratch database, loads the API, the Node floor and the raw baseline, and writes the figures", {
+    timeout: 180_000,
+  }, async () => {
     out = await mkdtemp(join(tmpdir(), "camp-bench-smoke-"));
     const smoke = await run(TSX, ["bench/load.ts", "--smoke", "--out", out], { ...process.env, DATABASE_URL: t().url }, 170_000);
     expect(smoke.code, smoke.stderr).toBe(0);

@@ -68,8 +68,16 @@ describe("POST /api/v1/participants", () => {
       block_name: null,
       room_name: null,
     });
-    expect(new Date(res.body.data.created_at).toISOString()).toBe(res.body.data.created_at);
-    expect(res.body.data).toHaveProperty("updated_at");
+    // Postgres writes the participant's JSON: its timestamps must read as JavaScript
+    // writes the stored values (ISO 8601, UTC, milliseconds cut, not rounded).
+    const stored = await t().admin("select created_at, updated_at from public.participants where id = $1", [res.body.data.id]);
+    expect(res.body.data.created_at).toBe(stored.rows[0].created_at.toISOString());
+    expect(res.body.data.updated_at).toBe(stored.rows[0].updated_at.toISOString());
+    await t().admin("update public.participants set created_at = '2026-01-02 03:04:05.678999+00' where id = $1", [
+      res.body.data.id,
+    ]);
+    const read = await call(app, "GET", `${BASE}/${res.body.data.id}`, { key });
+    expect(read.body.data.created_at).toBe("2026-01-02T03:04:05.678Z");
     expect(res.body.data).not.toHaveProperty("tenant_id");
     expect(res.body.data).not.toHaveProperty("deleted_at");
   });

@@ -33,6 +33,13 @@ export function listOfJson<T>(c: Context, json: string, meta: ListMeta) {
   >;
 }
 
+/** `{success: true, data}` around one T that Postgres has already written as JSON, spliced in as it is. */
+export function okOfJson<T, S extends 200 | 201 = 200>(c: Context, json: string, status?: S) {
+  return c.body(`{"success":true,"data":${json}}`, status ?? 200, {
+    "Content-Type": "application/json",
+  }) as unknown as TypedResponse<{ success: true; data: T }, S, "json">;
+}
+
 /** `{success: true, message}` for operations that return no record (deletes, revokes). */
 export function message(c: Context, text: string) {
   return c.json({ success: true as const, message: text }, 200);

@@ -1,5 +1,4 @@
 import { REQUEST_PLAN_CACHE_MODE, type Sql } from "../db/database.ts";
-import type { ParticipantRow } from "../participants/data.ts";
 import type { CreateInput } from "../participants/schemas.ts";
 import { findInstances, findStructure, insertParticipants, takenUserIds } from "./data.ts";
 import { type Candidate, orderedIds, type RowIssue, validateRows } from "./rows.ts";
@@ -63,26 +62,28 @@ export const failingRows = (issues: RowIssue[]) => new Set(issues.map((i) => i.a
 
 /**
  * Writes prepared rows in chunks of INSERT_CHUNK, inside the caller's
- * transaction. Returns the created rows in row order, or only their number.
+ * transaction. Returns the created participants in row order, as the JSON
+ * array the API writes, or only their number.
  */
 export async function insertPrepared(
   sql: Sql,
   ready: CreateInput[],
   options: { returnRows: boolean; onProgress?: (done: number, total: number) => void },
-): Promise<{ created: number; rows?: ParticipantRow[] }> {
+): Promise<{ created: number; json?: string }> {
   const ids = orderedIds(ready.length);
   const withIds = ready.map((row, i) => ({ ...row, id: ids[i] as string }));
-  const rows: ParticipantRow[] = [];
+  // Each chunk's array without its brackets, to be joined into one array.
+  const items: string[] = [];
   let created = 0;
   for (let start = 0; start < withIds.length; start += INSERT_CHUNK) {
     const chunk = withIds.slice(start, start + INSERT_CHUNK);
     const result = await insertParticipants(sql, chunk, options.returnRows);
     if (typeof result === "number") created += result;
     else {
-      rows.push(...result);
-      created += result.length;
+      if (result.count > 0) items.push(result.json.slice(1, -1));
+      created += result.count;
     }
     options.onProgress?.(created, withIds.length);
   }
-  return options.returnRows ? { created, rows } : { created };
+  return options.returnRows ? { created, json: `[${items.join(",")}]` } : { created };
 }

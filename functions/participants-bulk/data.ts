@@ -1,5 +1,5 @@
 import type { Sql } from "../db/database.ts";
-import { COLUMNS, isoTimestamp, JOINS, listConditions, type ParticipantRow } from "../participants/data.ts";
+import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON } from "../participants/data.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";
 
 /**
@@ -118,14 +118,15 @@ export type NewParticipant = CreateInput & { id: string };
 /**
  * One statement for the whole chunk: the rows travel as one JSON parameter and
  * are inserted from jsonb_to_recordset; the triggers run for each row as for a
- * single create. Returns the created rows (in id order, which is row order:
- * see orderedIds), or only their number when `returnRows` is false.
+ * single create. Returns the created participants as the API writes them, a
+ * JSON array in id order, which is row order (see orderedIds), or only their
+ * number when `returnRows` is false.
  */
 export async function insertParticipants(
   sql: Sql,
   rows: NewParticipant[],
   returnRows: boolean,
-): Promise<ParticipantRow[] | number> {
+): Promise<{ json: string; count: number } | number> {
   const insert = `insert into public.participants (${RECORD_COLUMNS.join(", ")})
     select ${SELECT_LIST} from jsonb_to_recordset($1::jsonb) as r(${RECORDSET})`;
   if (!returnRows) {
@@ -134,9 +135,12 @@ export async function insertParticipants(
     ]);
     return row?.n ?? 0;
   }
-  return sql.query<ParticipantRow>(`with p as (${insert} returning *) select ${COLUMNS} from p ${JOINS} order by p.id`, [
-    JSON.stringify(rows),
-  ]);
+  const [row] = await sql.query<{ json: string; count: number }>(
+    `with p as (${insert} returning *)
+     select coalesce(json_agg(${PARTICIPANT_JSON} order by p.id), '[]')::text as json, count(*) as count from p`,
+    [JSON.stringify(rows)],
+  );
+  return row ?? { json: "[]", count: 0 };
 }
 
 export type ExportFilters = Omit<ListFilters, "limit" | "offset">;

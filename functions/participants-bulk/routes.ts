@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { acceptBody } from "../http/body-policy.ts";
-import { ok } from "../http/envelope.ts";
+import { ok, okOfJson } from "../http/envelope.ts";
 import { ApiError } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, newRouter } from "../http/openapi.ts";
 import { Participant } from "../participants/schemas.ts";
@@ -90,16 +90,16 @@ export const participantBulkRoutes = newRouter();
 participantBulkRoutes
   .openapi(bulk, async (c) => {
     const candidates = c.req.valid("json").participants.map((input, at) => ({ at, input }));
-    const rows = await c.var.db.asTenant(c.var.principal, async (sql) => {
+    const created = await c.var.db.asTenant(c.var.principal, async (sql) => {
       const prepared = await prepareRows(sql, candidates, { label: "row" });
       if (prepared.issues.length > 0) {
         const details = prepared.issues.map(({ at, field, issue }) => ({ index: at, field, issue }));
         const message = `${failingRows(prepared.issues)} of ${candidates.length} rows are invalid; nothing was created`;
         throw new ApiError("VALIDATION_ERROR", message, details);
       }
-      return (await insertPrepared(sql, prepared.ready, { returnRows: true })).rows ?? [];
+      return (await insertPrepared(sql, prepared.ready, { returnRows: true })).json ?? "[]";
     });
-    return ok(c, rows, 201);
+    return okOfJson<Array<z.infer<typeof Participant>>, 201>(c, created, 201);
   })
   .openapi(exportRoute, async (c) => {
     const body = await exportCsv(c.var.db, c.var.principal, c.req.valid("query"));

@@ -1,30 +1,12 @@
-import type { z } from "@hono/zod-openapi";
 import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../http/envelope.ts";
-import {
-  type CreateInput,
-  type ListFilters,
-  type Participant,
-  type UpdateInput,
-  WRITABLE_FIELDS,
-  type WritableField,
-} from "./schemas.ts";
+import { type CreateInput, type ListFilters, type UpdateInput, WRITABLE_FIELDS, type WritableField } from "./schemas.ts";
 
 /**
  * Participant data access. Every statement runs inside the request's tenant
  * scope: RLS limits it to the caller's tenant, the trigger and the composite
  * foreign keys of sql/migrations/*_participants.sql hold the rules.
  */
-
-/** The participant's own fields, as a client reads them. */
-const FIELDS = `p.id, p.instance_id, p.user_id, p.first_name, p.surname, p.full_name, p.gender, p.pronouns,
-  p.status, p.date_of_birth, p.school_year, p.rank, p.unit_name, p.school_institute, p.arrival_date,
-  p.departure_date, p.super_group_id, p.sub_group_id, p.block_id, p.room_id, p.room_number, p.photo_link,
-  p.created_at, p.updated_at`;
-
-/** Every field a client reads, and the names of what the participant points at (with JOINS). */
-export const COLUMNS = `${FIELDS}, sg.name as supergroup_name, sub.name as subgroup_name, b.name as block_name,
-  r.name as room_name`;
 
 /** A timestamp as JavaScript's toISOString writes it (ISO 8601, UTC, milliseconds), whatever the session's settings. */
 export const isoTimestamp = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
@@ -62,11 +44,13 @@ const namesOfInstance = (instance: string) => ({
 });
 
 /**
- * A participant as the API writes it, written by Postgres for lists: the
- * fields of FIELDS and the four names, in the same order, each with the SQL
- * for its text. Every field of a participant is a JSON string or null (ids,
- * dates as YYYY-MM-DD, timestamps as the JSON of a ParticipantRow has them),
- * which is what lets json_object write it from two text arrays: it escapes
+ * A participant as the API writes it, written by Postgres for every response
+ * that carries participants, so the server passes the JSON on without reading
+ * a row or a field of it (bench/README.md, "What moved the figures"): its
+ * fields and the four names, each with the SQL for its text. Every field of
+ * a participant is a JSON string or null (ids, dates as YYYY-MM-DD,
+ * timestamps as JavaScript's toISOString writes them), which is what lets
+ * json_object write it from two text arrays: it escapes
  * each value and looks up no types, where json_build_object looked up the
  * type of each of its 56 arguments on every row (a quarter of the statement's
  * execution; bench/README.md, "What moved the figures"). A field that is not
@@ -108,17 +92,18 @@ function participantJson([supergroup, subgroup, block, room]: NameExpressions): 
   return `json_object('{${keys}}'::text[], array[${fields.map(([, text]) => text).join(", ")}])`;
 }
 
-/** The names come from the same statement as the rows (one lookup by primary key each). */
+/**
+ * A participant over `p` as the API writes it, names looked up by id: what
+ * every response that carries participants other than a list page is made of
+ * (get, create, update, bulk create).
+ */
+export const PARTICIPANT_JSON = participantJson(NAMES_BY_ID);
+
+/** The names joined by primary key, for statements that read them as columns (the CSV export). */
 export const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
   left join public.subgroups sub on sub.id = p.sub_group_id
   left join public.blocks b on b.id = p.block_id
   left join public.rooms r on r.id = p.room_id`;
-
-/** A row as node-postgres returns it: timestamps are Dates (sent as ISO 8601), dates "YYYY-MM-DD". */
-export type ParticipantRow = Omit<z.infer<typeof Participant>, "created_at" | "updated_at"> & {
-  created_at: Date;
-  updated_at: Date;
-};
 
 /** Columns to write and the SQL expression for each, with the parameters they use. */
 interface Assignments {
@@ -167,39 +152,48 @@ function assignments(input: Partial<Record<WritableField, unknown>>, firstParam:
   return out;
 }
 
-export async function createParticipant(sql: Sql, input: CreateInput): Promise<ParticipantRow> {
+/** Creates the participant; returns it as the API writes it (JSON, from Postgres). */
+export async function createParticipant(sql: Sql, input: CreateInput): Promise<string> {
   const a = assignments(input, 1, "null");
-  const row = await sql.one<ParticipantRow>(
+  const row = await sql.one<{ json: string }>(
     `with p as (
        insert into public.participants (${a.columns.join(", ")}) values (${a.expressions.join(", ")})
        returning *
      )
-     select ${COLUMNS} from p ${JOINS}`,
+     select ${PARTICIPANT_JSON}::text as json from p`,
     a.params,
   );
-  return row as ParticipantRow;
+  return (row as { json: string }).json;
 }
 
-/** The live participant with this id, or undefined (also for another tenant's id). */
-export async function getParticipant(sql: Sql, id: string): Promise<ParticipantRow | undefined> {
-  return sql.one<ParticipantRow>(
-    `select ${COLUMNS} from public.participants p ${JOINS} where p.id = $1 and p.deleted_at is null`,
+/**
+ * The live participant with this id as the JSON the API writes (Postgres
+ * writes it, as for lists), or undefined (also for another tenant's id).
+ */
+export async function getParticipant(sql: Sql, id: string): Promise<string | undefined> {
+  const row = await sql.one<{ json: string }>(
+    `select ${PARTICIPANT_JSON}::text as json from public.participants p where p.id = $1 and p.deleted_at is null`,
     [id],
   );
+  return row?.json;
 }
 
-/** Changes the fields the client sent; undefined when there is no live participant with this id. */
-export async function updateParticipant(sql: Sql, id: string, input: UpdateInput): Promise<ParticipantRow | undefined> {
+/**
+ * Changes the fields the client sent; returns the participant as the API
+ * writes it (JSON), or undefined when there is no live participant with this id.
+ */
+export async function updateParticipant(sql: Sql, id: string, input: UpdateInput): Promise<string | undefined> {
   const a = assignments(input, 2, "t.instance_id");
   const set = a.columns.map((column, i) => `${column} = ${a.expressions[i]}`).join(", ");
-  return sql.one<ParticipantRow>(
+  const row = await sql.one<{ json: string }>(
     `with p as (
        update public.participants t set ${set} where t.id = $1 and t.deleted_at is null
        returning t.*
      )
-     select ${COLUMNS} from p ${JOINS}`,
+     select ${PARTICIPANT_JSON}::text as json from p`,
     [id, ...a.params],
   );
+  return row?.json;
 }
 
 /** Soft delete; false when there is no live participant with this id. */

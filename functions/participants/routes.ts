@@ -1,6 +1,6 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
-import { listOfJson, message, ok } from "../http/envelope.ts";
+import { listOfJson, message, okOfJson } from "../http/envelope.ts";
 import { notFound } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
@@ -79,8 +79,8 @@ participantRoutes.use("/:id", uuidPath);
 participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
-    const row = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
-    return ok(c, row, 201);
+    const json = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
+    return okOfJson<z.infer<typeof Participant>, 201>(c, json, 201);
   })
   .openapi(listRoute, async (c) => {
     const filters = c.req.valid("query");
@@ -89,18 +89,18 @@ participantRoutes
   })
   .openapi(get, async (c) => {
     const id = c.req.valid("param").id;
-    const row = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id));
-    if (!row) throw notFound("participant");
-    return ok(c, row);
+    const json = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id));
+    if (json === undefined) throw notFound("participant");
+    return okOfJson<z.infer<typeof Participant>>(c, json);
   });
 
 for (const method of ["put", "patch"] as const) {
   participantRoutes.openapi(update(method), async (c) => {
     const id = c.req.valid("param").id;
     const input = c.req.valid("json");
-    const row = await c.var.db.asTenant(c.var.principal, (sql) => updateParticipant(sql, id, input));
-    if (!row) throw notFound("participant");
-    return ok(c, row);
+    const json = await c.var.db.asTenant(c.var.principal, (sql) => updateParticipant(sql, id, input));
+    if (json === undefined) throw notFound("participant");
+    return okOfJson<z.infer<typeof Participant>>(c, json);
   });
 }
 
