@@ -87,4 +87,22 @@ export async function removeBenchWrites(url: string, prefix: string): Promise<vo
   } finally {
     await client.end();
   }
+  await vacuumParticipants(url);
+}
+
+/**
+ * Vacuums and analyses the participants: a run's writes, deleted afterwards,
+ * leave dead rows that every later count of an instance reads until a vacuum
+ * clears them, and autovacuum may be off (it is on the project's machines).
+ * Unvacuumed, 460,000 dead rows after a day of runs tripled the list's
+ * Postgres time per request (1.05 → 3.4 ms).
+ */
+export async function vacuumParticipants(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("vacuum (analyze) public.participants");
+  } finally {
+    await client.end();
+  }
 }

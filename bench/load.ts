@@ -15,6 +15,7 @@ import {
   removeBenchWrites,
   scaleDatabase,
   sibling,
+  vacuumParticipants,
 } from "./databases.ts";
 import { loadFixtures } from "./fixtures.ts";
 import { compile, runRaw } from "./raw.ts";
@@ -120,6 +121,7 @@ async function measureScenario(h: Harness, scenario: Scenario): Promise<Scenario
 
 /** API and raw figures for each scenario on one database. */
 async function measure(url: string, seed: SeedFile, runTag: string): Promise<ScenarioResult[]> {
+  await vacuumParticipants(url);
   const vars = varsSource(await loadFixtures(url, seed), runTag);
   const server = await BenchServer.start(url, poolSize, { profileDir: args.profile });
   const floor = await BenchServer.start(url, poolSize, { script: "floor-server.ts" });
