@@ -1,5 +1,5 @@
 import type { Sql } from "../db/database.ts";
-import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON } from "../participants/data.ts";
+import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON_JOINED } from "../participants/data.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";
 
 /**
@@ -137,7 +137,8 @@ export async function insertParticipants(
   }
   const [row] = await sql.query<{ json: string; count: number }>(
     `with p as (${insert} returning *)
-     select coalesce(json_agg(${PARTICIPANT_JSON} order by p.id), '[]')::text as json, count(*) as count from p`,
+     select coalesce(json_agg(${PARTICIPANT_JSON_JOINED} order by p.id), '[]')::text as json, count(*) as count
+     from p ${JOINS}`,
     [JSON.stringify(rows)],
   );
   return row ?? { json: "[]", count: 0 };
