@@ -29,7 +29,7 @@ const PEOPLE: Person[] = [
     first_name: "Ada",
     surname: "Lovelace",
     user_id: "ADA-1",
-    // Every other field, so that the list's JSON (written by Postgres) is compared with the single read's field by field.
+    // Every other field, so that a list page is compared with the single read field by field (they read the names differently).
     gender: "Female",
     pronouns: "she/her",
     date_of_birth: "2012-12-10",
@@ -151,9 +151,9 @@ describe("GET /api/v1/participants", () => {
     expect(both.body.meta.total).toBe(1);
   });
 
-  it("has only fields that are strings or null, which lets Postgres write the list's JSON with json_object", () => {
+  it("has only fields that are strings or null, which lets Postgres write participants' JSON with json_object", () => {
     // participantJson (functions/participants/data.ts) turns every field into text;
-    // a number or boolean field would come out quoted there and not in the single read.
+    // a number or boolean field would come out quoted, unlike what the API schema promises.
     const types = new Set<string>();
     const collect = (node: unknown): void => {
       if (Array.isArray(node)) node.forEach(collect);

@@ -46,16 +46,15 @@ const namesOfInstance = (instance: string) => ({
 /**
  * A participant as the API writes it, written by Postgres for every response
  * that carries participants, so the server passes the JSON on without reading
- * a row or a field of it (bench/README.md, "What moved the figures"): its
- * fields and the four names, each with the SQL for its text. Every field of
- * a participant is a JSON string or null (ids, dates as YYYY-MM-DD,
- * timestamps as JavaScript's toISOString writes them), which is what lets
- * json_object write it from two text arrays: it escapes
+ * a row or a field of it: its fields and the four names, each with the SQL
+ * for its text. Every field of a participant is a JSON string or null (ids,
+ * dates as YYYY-MM-DD, timestamps as JavaScript's toISOString writes them),
+ * which is what lets json_object write it from two text arrays: it escapes
  * each value and looks up no types, where json_build_object looked up the
- * type of each of its 56 arguments on every row (a quarter of the statement's
- * execution; bench/README.md, "What moved the figures"). A field that is not
- * a string would need json_build_object again (tests/participants-list.test.ts
- * fails when the Participant schema gets one).
+ * type of each of its 56 arguments on every row (a quarter of the list
+ * statement's execution; bench/README.md, "What moved the figures"). A field
+ * that is not a string would need json_build_object again
+ * (tests/participants-list.test.ts fails when the Participant schema gets one).
  */
 function participantJson([supergroup, subgroup, block, room]: NameExpressions): string {
   const fields: Array<[key: string, text: string]> = [
@@ -99,7 +98,7 @@ function participantJson([supergroup, subgroup, block, room]: NameExpressions): 
  */
 export const PARTICIPANT_JSON = participantJson(NAMES_BY_ID);
 
-/** The names joined by primary key, for statements that read them as columns (the CSV export). */
+/** The names joined by primary key, for statements over many rows of any instances (CSV export, bulk create). */
 export const JOINS = `left join public.supergroups sg on sg.id = p.super_group_id
   left join public.subgroups sub on sub.id = p.sub_group_id
   left join public.blocks b on b.id = p.block_id
