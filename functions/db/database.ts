@@ -68,6 +68,23 @@ function wrap(client: pg.ClientBase, prepare: boolean): Sql {
   };
 }
 
+export interface DatabaseOptions {
+  /** Connections in the pool. */
+  max?: number;
+  /** Named (prepared) statements; see `prepare` below. */
+  prepare?: boolean;
+  /** How long a request waits for a connection before it is answered 503. */
+  connectTimeoutMs?: number;
+  /** Told of every lost connection; by default one line on stderr. */
+  onConnectionError?: (error: Error) => void;
+}
+
+/** One line per lost connection: its cause, never a connection string. */
+function logConnectionError(error: Error): void {
+  const code = (error as { code?: string }).code;
+  console.error(JSON.stringify({ level: "warn", event: "database connection lost", code, message: error.message }));
+}
+
 /** A live key's owner, as private.authenticate_api_key returns it. */
 export interface ApiKeyRow {
   key_id: string;
@@ -122,17 +139,25 @@ export class Database {
    */
   private readonly prepare: boolean;
 
-  constructor(connectionString: string, options: { max?: number; prepare?: boolean } = {}) {
+  constructor(connectionString: string, options: DatabaseOptions = {}) {
     this.prepare = options.prepare ?? true;
+    const warn = options.onConnectionError ?? logConnectionError;
     this.pool = new pg.Pool({
       connectionString,
       max: options.max ?? 10,
       idleTimeoutMillis: 30_000,
-      connectionTimeoutMillis: 5_000,
+      // While Postgres is unreachable a request waits at most this long for a
+      // connection, then gets a 503, instead of queueing behind others.
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 3_000,
     });
-    // An idle client losing its connection must not crash the process; the
-    // pool drops it and the next request gets a fresh one.
-    this.pool.on("error", () => {});
+    // A connection can be lost at any moment (a restart, pg_terminate_backend,
+    // a network cut), also while a request holds it between two statements,
+    // when node-postgres reports it only as an 'error' event on the client: an
+    // event nobody listens to would end the process. The request's next
+    // statement then fails and is answered 503; the pool replaces the client.
+    this.pool.on("connect", (client) => client.on("error", warn));
+    // An idle client's loss is reported here; the pool has already dropped it.
+    this.pool.on("error", warn);
   }
 
   /**

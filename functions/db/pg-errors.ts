@@ -31,7 +31,9 @@ export function isUnavailable(error: unknown): boolean {
     const code = (error as { code?: string }).code;
     return (
       ["ECONNREFUSED", "ECONNRESET", "ENOTFOUND", "ETIMEDOUT", "EPIPE"].includes(code ?? "") ||
-      /Connection terminated|connection timeout|timeout exceeded when trying to connect/i.test(error.message)
+      /Connection terminated|connection timeout|timeout exceeded when trying to connect|not queryable|Cannot use a pool after calling end/i.test(
+        error.message,
+      )
     );
   }
   return false;

@@ -24,6 +24,9 @@ export interface FieldIssue {
 
 export type ErrorDetails = FieldIssue | FieldIssue[] | string | Record<string, unknown> | unknown[];
 
+/** Seconds a client is asked to wait after a 503, in its Retry-After header. */
+const SERVICE_RETRY_AFTER_SECONDS = "2";
+
 /** An error meant for the client: its code, message and details are sent as they are. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
@@ -35,7 +38,8 @@ export class ApiError extends Error {
     this.name = "ApiError";
     this.code = code;
     this.details = details;
-    this.headers = headers;
+    // A 503 is a passing state (a database restart, a storage outage): tell clients when to try again.
+    this.headers = code === "SERVICE_UNAVAILABLE" ? { "Retry-After": SERVICE_RETRY_AFTER_SECONDS, ...headers } : headers;
   }
 
   get status(): ContentfulStatusCode {

@@ -1,0 +1,84 @@
+import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { createAdaptorServer } from "@hono/node-server";
+import { errorBody } from "../functions/http/envelope.ts";
+import { serviceUnavailable } from "../functions/http/errors.ts";
+
+export interface HttpServer {
+  port: number;
+  /**
+   * Stops taking connections and lets the requests in flight finish, for at
+   * most `deadlineMs`; then cuts what is left. Resolves with how many were cut.
+   */
+  drain(deadlineMs: number): Promise<number>;
+}
+
+/** A request that arrives on a kept-alive connection while the server drains. */
+function drainingResponse(): Response {
+  const error = serviceUnavailable("the server is shutting down; retry on a new connection");
+  return new Response(JSON.stringify(errorBody(error)), {
+    status: 503,
+    headers: { "Content-Type": "application/json", Connection: "close", ...error.headers },
+  });
+}
+
+/**
+ * The Node HTTP server around the app's fetch, bound before anything else is
+ * created, so a port in use fails the start cleanly. It counts the requests in
+ * flight (a response counts until its last byte is sent, so a streamed export
+ * is not cut) so that a shutdown can wait for them.
+ */
+export async function listen(
+  fetch: (request: Request) => Response | Promise<Response>,
+  port: number,
+  hostname = "0.0.0.0",
+): Promise<HttpServer> {
+  let draining = false;
+  const inFlight = new Set<ServerResponse>();
+  const server = createAdaptorServer({
+    fetch: (request: Request) => (draining ? drainingResponse() : fetch(request)),
+  }) as Server;
+
+  server.on("request", (_request: IncomingMessage, response: ServerResponse) => {
+    inFlight.add(response);
+    // Listeners run in order: the adaptor's own handler has not written the head yet.
+    if (draining) response.shouldKeepAlive = false;
+    response.on("close", () => inFlight.delete(response));
+  });
+
+  await new Promise<void>((done, fail) => {
+    const onError = (error: NodeJS.ErrnoException) => {
+      fail(
+        error.code === "EADDRINUSE"
+          ? new Error(`port ${port} is already in use; stop what runs there or set PORT to another port`)
+          : error,
+      );
+    };
+    server.once("error", onError);
+    server.listen(port, hostname, () => {
+      server.off("error", onError);
+      done();
+    });
+  });
+  const address = server.address();
+  const boundPort = typeof address === "object" && address ? address.port : port;
+
+  return {
+    port: boundPort,
+    async drain(deadlineMs) {
+      draining = true;
+      // The answers still to be written close their connection after them.
+      for (const response of inFlight) if (!response.headersSent) response.shouldKeepAlive = false;
+      const closed = new Promise<void>((done) => server.close(() => done()));
+      server.closeIdleConnections();
+      const deadline = Date.now() + deadlineMs;
+      while (inFlight.size > 0 && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 25));
+        server.closeIdleConnections();
+      }
+      const cut = inFlight.size;
+      server.closeAllConnections();
+      await closed;
+      return cut;
+    },
+  };
+}
