@@ -64,11 +64,11 @@ export async function startServer(env: Record<string, string | undefined> = proc
 
     const app = createApp({ db, config, photoStore: photos.store });
     const http = await listen(app.fetch, config.PORT);
+    if (database.embedded) await createDemoTenantOnce(db, http.port);
     say(
       `camp service listening on http://localhost:${http.port} ` +
         `(database: ${database.embedded ? "embedded" : "DATABASE_URL"}; photos: ${photos.where})`,
     );
-    if (database.embedded) await createDemoTenantOnce(db, http.port);
 
     let stopping = false;
     const stop = async (signal: string) => {

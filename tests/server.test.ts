@@ -1,10 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { ROOT, TSX } from "./support/processes.ts";
+import { run, TSX } from "./support/processes.ts";
+import { freePort, type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 /**
  * The newcomer's path, as `npm start` runs it: no DATABASE_URL, so an embedded
@@ -15,46 +16,8 @@ import { ROOT, TSX } from "./support/processes.ts";
 const dataDir = mkdtempSync(join(tmpdir(), "camp-start-"));
 afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
-async function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => done(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-interface Started {
-  child: ChildProcess;
-  stderr: () => string;
-  port: number;
-}
-
-async function start(): Promise<Started> {
-  const port = await freePort();
-  const child = spawn(TSX, ["node/server.ts"], {
-    cwd: ROOT,
-    env: { ...process.env, DATABASE_URL: "", DATA_DIR: dataDir, PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr?.on("data", (d) => {
-    stderr += d;
-  });
-  child.stdout?.resume();
-  const deadline = Date.now() + 90_000;
-  while (!/listening on/.test(stderr)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`server did not start:\n${stderr}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return { child, stderr: () => stderr, port };
-}
-
-async function stop(started: Started): Promise<number | null> {
-  const exited = new Promise<number | null>((done) => started.child.on("exit", (code) => done(code)));
-  started.child.kill("SIGINT");
-  return exited;
+async function start(): Promise<ServerProcess> {
+  return startServerProcess({ DATABASE_URL: "", DATA_DIR: dataDir });
 }
 
 const get = (port: number, path: string, key?: string) =>
@@ -73,7 +36,7 @@ describe("npm start on a machine without a database", () => {
       expect(health.status).toBe(200);
       expect((await get(server.port, "/api/v1/api-keys/my-key", key)).status).toBe(200);
     } finally {
-      expect(await stop(server)).toBe(0);
+      expect(await server.stop()).toBe(0);
     }
     // Ctrl-C stopped the embedded Postgres too.
     expect(existsSync(join(dataDir, "postgres", "postmaster.pid"))).toBe(false);
@@ -85,7 +48,79 @@ describe("npm start on a machine without a database", () => {
       expect(server.stderr()).not.toMatch(/Created a demo tenant/);
       expect((await get(server.port, "/api/v1/api-keys/my-key", key)).status).toBe(200);
     } finally {
-      expect(await stop(server)).toBe(0);
+      expect(await server.stop()).toBe(0);
+    }
+  });
+});
+
+/** `camp <args>` on the embedded database under `dir`. */
+const campOn = (dir: string, ...args: string[]) =>
+  run(TSX, ["cli/main.ts", ...args], { DATABASE_URL: "", DATA_DIR: dir }, 90_000);
+
+describe("the embedded database shared between the server and the camp CLI", () => {
+  it("refuses a second server on the same DATA_DIR, naming the first one's pid", async () => {
+    const server = await start();
+    try {
+      const second = await run(TSX, ["node/server.ts"], { DATABASE_URL: "", DATA_DIR: dataDir, PORT: "0" }, 60_000);
+      expect(second.code).toBe(1);
+      // The pid is the server's node process (tsx runs it as its child), as kept in DATA_DIR.
+      const pid = readFileSync(join(dataDir, "server.pid"), "utf8").trim();
+      expect(second.stderr).toContain(`a camp server (pid ${pid}) is already running on DATA_DIR`);
+      expect((await get(server.port, "/health")).status).toBe(200);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+
+  it("runs camp commands on the server's running cluster, and a reporting URL it prints works", async () => {
+    const server = await start();
+    try {
+      const tenant = await campOn(dataDir, "tenant", "create", "Side by side", "--admin", "side@camp.test");
+      expect(tenant.code, tenant.stderr).toBe(0);
+      const { tenant_id, api_key } = JSON.parse(tenant.stdout);
+      expect((await get(server.port, "/api/v1/api-keys/my-key", api_key)).status).toBe(200);
+
+      const grant = await campOn(dataDir, "reporting", "grant", "--tenant", tenant_id, "--role", "report_side");
+      expect(grant.code, grant.stderr).toBe(0);
+      const reporting = new pg.Client({ connectionString: JSON.parse(grant.stdout).url });
+      await reporting.connect();
+      try {
+        const rows = await reporting.query("select count(*)::int as n from reporting.participants");
+        expect(rows.rows[0].n).toBe(0);
+      } finally {
+        await reporting.end();
+      }
+      // The command left the cluster running for the server.
+      expect((await get(server.port, "/api/v1/api-keys/my-key", api_key)).status).toBe(200);
+    } finally {
+      expect(await server.stop()).toBe(0);
+    }
+  });
+});
+
+describe("a first start on a port that is in use", () => {
+  const fresh = mkdtempSync(join(tmpdir(), "camp-port-"));
+  afterAll(() => rmSync(fresh, { recursive: true, force: true }));
+
+  it("fails plainly without making the demo key, and the next start shows it", async () => {
+    const blocker = createServer();
+    const port = await freePort();
+    await new Promise<void>((done) => blocker.listen(port, "0.0.0.0", done));
+    try {
+      const failed = await run(TSX, ["node/server.ts"], { DATABASE_URL: "", DATA_DIR: fresh, PORT: String(port) }, 90_000);
+      expect(failed.code).toBe(1);
+      expect(failed.stderr).toContain(`port ${port} is already in use`);
+      expect(failed.stderr).not.toMatch(/Created a demo tenant|camp_[A-Za-z0-9_-]{43}|\n\s+at /);
+    } finally {
+      await new Promise((done) => blocker.close(done));
+    }
+    const server = await startServerProcess({ DATABASE_URL: "", DATA_DIR: fresh });
+    try {
+      const key = /(camp_[A-Za-z0-9_-]{43})/.exec(server.stderr())?.[1] ?? "";
+      expect(server.stderr()).toMatch(/Created a demo tenant/);
+      expect((await get(server.port, "/api/v1/api-keys/my-key", key)).status).toBe(200);
+    } finally {
+      expect(await server.stop()).toBe(0);
     }
   });
 });

@@ -1,0 +1,68 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { ROOT, TSX } from "./processes.ts";
+
+export async function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.on("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => done(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  port: number;
+  url: string;
+  /** Everything the server wrote on stderr so far. */
+  stderr(): string;
+  /** Resolves with the exit code once the process has ended. */
+  exited: Promise<number | null>;
+  /** Sends the signal and waits for the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/**
+ * `npm start` as a child process (node/server.ts through tsx) on a free port,
+ * with `env` over this process's environment; resolves once it listens.
+ */
+export async function startServerProcess(
+  env: Record<string, string | undefined>,
+  options: { timeoutMs?: number; waitFor?: RegExp } = {},
+): Promise<ServerProcess> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const child = spawn(TSX, ["node/server.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (d) => {
+    stderr += d;
+  });
+  child.stdout?.resume();
+  const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+  const waitFor = options.waitFor ?? /listening on/;
+  const deadline = Date.now() + (options.timeoutMs ?? 90_000);
+  while (!waitFor.test(stderr)) {
+    if (child.exitCode !== null || Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`server did not start:\n${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    child,
+    port,
+    url: `http://127.0.0.1:${port}`,
+    stderr: () => stderr,
+    exited,
+    async stop(signal = "SIGINT") {
+      if (child.exitCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
