@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
+import { Server as NetServer } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { errorBody } from "../functions/http/envelope.ts";
 import { serviceUnavailable } from "../functions/http/errors.ts";
@@ -40,8 +41,6 @@ export async function listen(
 
   server.on("request", (_request: IncomingMessage, response: ServerResponse) => {
     inFlight.add(response);
-    // Listeners run in order: the adaptor's own handler has not written the head yet.
-    if (draining) response.shouldKeepAlive = false;
     response.on("close", () => inFlight.delete(response));
   });
 
@@ -66,14 +65,16 @@ export async function listen(
     port: boundPort,
     async drain(deadlineMs) {
       draining = true;
-      // The answers still to be written close their connection after them.
-      for (const response of inFlight) if (!response.headersSent) response.shouldKeepAlive = false;
-      const closed = new Promise<void>((done) => server.close(() => done()));
-      server.closeIdleConnections();
+      // Stop listening, but keep the open connections: a request that comes on
+      // one of them now gets a 503 with Connection: close (see drainingResponse)
+      // rather than a reset. http.Server's own close() would drop the idle ones.
+      const closed = new Promise<void>((done) => NetServer.prototype.close.call(server, () => done()));
       const deadline = Date.now() + deadlineMs;
-      while (inFlight.size > 0 && Date.now() < deadline) {
+      // Settled when nothing has run for one whole pause: a request pipelined
+      // behind one that just finished is picked up a moment after it.
+      for (let quiet = 0; quiet < 2 && Date.now() < deadline; ) {
         await new Promise((r) => setTimeout(r, 25));
-        server.closeIdleConnections();
+        quiet = inFlight.size === 0 ? quiet + 1 : 0;
       }
       const cut = inFlight.size;
       server.closeAllConnections();
