@@ -101,10 +101,11 @@ export function buildProgram(): Command {
     .command("issue <email>")
     .description("issue a key for one user; prints {email, api_key}")
     .option("--tenant <tenant_id>", "the tenant, when the e-mail is a user of several", uuid)
-    .action((address: string, options: { tenant?: string }) =>
+    .option("--replace", "revoke the user's live key first (a lost key), in the same transaction")
+    .action((address: string, options: { tenant?: string; replace?: boolean }) =>
       withDatabase(async (db) => {
         const target = await resolveUser(db, address, options.tenant);
-        const { key } = await issueKeyFor(db, target);
+        const { key } = await issueKeyFor(db, target, { replace: options.replace });
         print({ email: target.email, tenant_id: target.tenant_id, api_key: key });
       }),
     );

@@ -24,7 +24,7 @@ async function createDemoTenantOnce(db: Database, port: number) {
   say("");
   say(`Created a demo tenant with admin ${DEMO_ADMIN}. Its API key (shown only now):`);
   say(`  ${demo.api_key}`);
-  say(`(Lost it? 'npm run camp -- keys issue ${DEMO_ADMIN}' issues a new one once the old one is revoked.)`);
+  say(`(Lost it? 'npm run camp -- keys issue ${DEMO_ADMIN} --replace' revokes it and prints a new one.)`);
   say("Try it:");
   say(`  curl -s -H 'X-API-Key: ${demo.api_key}' http://localhost:${port}/api/v1/api-keys/my-key`);
   say("");

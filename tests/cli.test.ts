@@ -41,6 +41,16 @@ describe("the camp CLI", { timeout: 120_000 }, () => {
     expect((await call(testApp(t().db), "GET", "/api/v1/api-keys/my-key", { key: api_key })).status).toBe(200);
   });
 
+  it("keys issue --replace revokes a lost key and prints a new one that works", async () => {
+    const tenant = JSON.parse((await camp("tenant", "create", "Rovers", "--admin", "lost@rovers.test")).stdout);
+    const replaced = await camp("keys", "issue", "lost@rovers.test", "--replace");
+    expect(replaced.code, replaced.stderr).toBe(0);
+    const { api_key } = JSON.parse(replaced.stdout);
+    const app = testApp(t().db);
+    expect((await call(app, "GET", "/api/v1/api-keys/my-key", { key: api_key })).status).toBe(200);
+    expect((await call(app, "GET", "/api/v1/api-keys/my-key", { key: tenant.api_key })).status).toBe(401);
+  });
+
   it("exits non-zero with a one-line message on bad input, and prints nothing on stdout", async () => {
     const tenant = JSON.parse((await camp("tenant", "create", "Cubs", "--admin", "a@cubs.test")).stdout);
     const cases: Array<[string[], RegExp]> = [

@@ -64,6 +64,12 @@ export async function resolveUser(db: Database, email: string, tenantId?: string
   return users[0] as UserRef;
 }
 
-export async function issueKeyFor(db: Database, user: UserRef) {
-  return db.asTenant({ tenantId: user.tenant_id, userId: user.user_id, role: user.role }, (sql) => issueKey(sql, user.user_id));
+/** Issues a key for the user; with `replace`, the live key the user may have is revoked in the same transaction. */
+export async function issueKeyFor(db: Database, user: UserRef, options: { replace?: boolean } = {}) {
+  return db.asTenant({ tenantId: user.tenant_id, userId: user.user_id, role: user.role }, async (sql) => {
+    if (options.replace) {
+      await sql.query("update public.api_keys set revoked_at = now() where user_id = $1 and revoked_at is null", [user.user_id]);
+    }
+    return issueKey(sql, user.user_id);
+  });
 }
