@@ -155,7 +155,7 @@ export class Database {
     // when node-postgres reports it only as an 'error' event on the client: an
     // event nobody listens to would end the process. The request's next
     // statement then fails and is answered 503; the pool replaces the client.
-    this.pool.on("connect", (client) => client.on("error", warn));
+    this.pool.on("connect", (client: pg.PoolClient) => client.on("error", warn));
     // An idle client's loss is reported here; the pool has already dropped it.
     this.pool.on("error", warn);
   }
