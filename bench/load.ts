@@ -6,6 +6,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { say } from "../node/runtime.ts";
 import { runApi, sendOne } from "./api.ts";
+import { runBest } from "./best.ts";
 import { cpuPerRequest, sampleCpu } from "./cpu.ts";
 import {
   countParticipants,
@@ -106,12 +107,19 @@ async function measureScenario(h: Harness, scenario: Scenario): Promise<Scenario
   const rawCpu = await sampleCpu(h.url, undefined);
   const raw = await runRaw({ ...replay, seconds });
   const rawCpuPerRequest = await cpuPerRequest(h.url, rawCpu, undefined, raw.requests);
+
+  say(`${scenario.name}: best ${seconds} s…`);
+  if (warmup > 0) await runBest({ ...replay, seconds: warmup });
+  const bestCpu = await sampleCpu(h.url, undefined);
+  const best = await runBest({ ...replay, seconds });
+  const bestCpuPerRequest = await cpuPerRequest(h.url, bestCpu, undefined, best.requests);
   return {
     name: scenario.name,
     title: scenario.title,
     api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad, cpu: apiCpuPerRequest },
     floor: { ...floor, round_trips: statements.length, cpu: floorCpuPerRequest },
     raw: { ...raw, round_trips: statements.length, cpu: rawCpuPerRequest },
+    best: { ...best, round_trips: 1, cpu: bestCpuPerRequest },
     ratio: api.rps / raw.rps,
     target_ratio: TARGETS[scenario.name],
     statements: statements.map((s) => s.text.replace(/\s+/g, " ")),

@@ -22,7 +22,7 @@ interface Template {
   values?: Value[];
 }
 
-const asString = (v: Vars, slot: Slot): string => (slot === "keyHash" ? v.keyHash.toString("hex") : v[slot]);
+export const asString = (v: Vars, slot: Slot): string => (slot === "keyHash" ? v.keyHash.toString("hex") : v[slot]);
 
 /** Finds the request's own values in the captured statements and marks them as slots. */
 export type { Template };
@@ -98,18 +98,23 @@ export interface RawRun {
 }
 
 /** Runs `connections` loops of replayed requests for `seconds`. */
-export async function runRaw(run: RawRun): Promise<LoadFigures> {
+export function runRaw(run: RawRun): Promise<LoadFigures> {
+  return runLoops(run.connections, run.seconds, () => replayOnce(run.pool, run.templates, run.vars()));
+}
+
+/** `connections` loops, each doing one request after another for `seconds`: a baseline's load. */
+export async function runLoops(connections: number, seconds: number, once: () => Promise<unknown>): Promise<LoadFigures> {
   const latencies = new Latencies();
   let requests = 0;
   let errors = 0;
   let firstError: string | undefined;
   const started = performance.now();
-  const deadline = started + run.seconds * 1000;
+  const deadline = started + seconds * 1000;
   const loop = async () => {
     while (performance.now() < deadline) {
       const begin = performance.now();
       try {
-        await replayOnce(run.pool, run.templates, run.vars());
+        await once();
         latencies.recordMs(performance.now() - begin);
       } catch (error) {
         errors++;
@@ -118,7 +123,7 @@ export async function runRaw(run: RawRun): Promise<LoadFigures> {
       requests++;
     }
   };
-  await Promise.all(Array.from({ length: run.connections }, loop));
+  await Promise.all(Array.from({ length: connections }, loop));
   const result = figures(requests - errors, errors, (performance.now() - started) / 1000, latencies);
   return firstError ? { ...result, first_error: firstError } : result;
 }

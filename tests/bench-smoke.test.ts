@@ -13,13 +13,14 @@ afterAll(async () => {
 });
 
 describe("npm run bench -- --smoke", () => {
-  it("seeds a scratch database, loads the API, the Node floor and the raw baseline, and writes the figures", {
+  it("seeds a scratch database, loads the API, the Node floor and both baselines, and writes the figures", {
     timeout: 180_000,
   }, async () => {
     out = await mkdtemp(join(tmpdir(), "camp-bench-smoke-"));
     const smoke = await run(TSX, ["bench/load.ts", "--smoke", "--out", out], { ...process.env, DATABASE_URL: t().url }, 170_000);
     expect(smoke.code, smoke.stderr).toBe(0);
     expect(smoke.stdout).toContain("API/raw");
+    expect(smoke.stdout).toMatch(/targets \(issue 19/);
 
     const files = await readdir(out);
     expect(files).toHaveLength(1);
@@ -31,6 +32,10 @@ describe("npm run bench -- --smoke", () => {
       expect(scenario.floor.requests).toBeGreaterThan(0);
       expect(scenario.floor.errors).toBe(0);
       expect(scenario.raw.requests).toBeGreaterThan(0);
+      // The one-round-trip baseline does the same work without error.
+      expect(scenario.best.requests).toBeGreaterThan(0);
+      expect(scenario.best.errors, scenario.best.first_error).toBe(0);
+      expect(scenario.best.round_trips).toBe(1);
       expect(scenario.api.round_trips).toBeGreaterThan(0);
       expect(scenario.statements.length).toBe(scenario.api.round_trips);
     }
