@@ -10,6 +10,7 @@ import {
   revokeReportingRole,
 } from "../functions/reporting/operator.ts";
 import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
+import { configureLogging } from "../node/logging.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";
 import { type ImportOptions, importFile } from "./participants-import.ts";
@@ -56,6 +57,7 @@ function reportingRole(value: string): string {
  */
 async function withDatabase<T>(work: (db: Database, url: string, embedded: boolean) => Promise<T>): Promise<T> {
   const config = loadConfig(process.env);
+  await configureLogging("warning");
   const resolved = await resolveDatabase(config);
   const db = new Database(resolved.url, { max: 4 });
   try {

@@ -7,6 +7,8 @@ export interface AppEnv {
   Variables: {
     db: Database;
     config: Config;
+    /** Set first, for every request (http/request-id.ts). */
+    requestId: string;
     /** Set by the auth middleware on every /api/v1 route. */
     principal: Principal;
   };

@@ -13,6 +13,7 @@ import { bodyPolicy } from "./http/body-policy.ts";
 import { cors } from "./http/cors.ts";
 import { handleError } from "./http/error-handler.ts";
 import { newRouter } from "./http/openapi.ts";
+import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
 import { participantRoutes } from "./participants/routes.ts";
@@ -34,7 +35,7 @@ export interface AppDeps {
 /**
  * The whole HTTP service, independent of the runtime: the Node server and the
  * Edge Function both serve `createApp(...).fetch`.
- * Order: CORS → context → 404/405 → body policy → auth (under /api/v1) → route.
+ * Order: request id → CORS → context → 404/405 → body policy → auth (under /api/v1) → route.
  */
 export function createApp(deps: AppDeps) {
   const app = newRouter();
@@ -43,12 +44,14 @@ export function createApp(deps: AppDeps) {
     .map((o) => o.trim())
     .filter(Boolean);
 
+  app.use("*", requestId());
   app.use(
     "*",
     cors({
       origins,
       allowHeaders: ["Content-Type", "Authorization", "X-API-Key"],
       allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      exposeHeaders: ["X-Request-Id", "Retry-After"],
       maxAgeSeconds: 600,
     }),
   );

@@ -22,6 +22,8 @@ const schema = z.object({
   CORS_ORIGINS: z.string().optional(),
   /** Connections per server process. */
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** The least severe log level written: `info` logs every request, `warning` only what needs a look. */
+  LOG_LEVEL: z.enum(["debug", "info", "warning", "error"]).default("info"),
   /** How long a request waits for a database connection before it is answered 503. */
   DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
   /** On SIGTERM/SIGINT, how long requests in flight may take to finish before their connections are cut. */

@@ -2,10 +2,12 @@ import { join } from "node:path";
 import { createApp } from "../functions/app.ts";
 import { type Config, loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
+import { describeError, log } from "../functions/log.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import type { PhotoStore } from "../functions/photos/store.ts";
 import { createTenant } from "../functions/tenants/operator.ts";
 import { listen } from "./http-server.ts";
+import { configureLogging } from "./logging.ts";
 import { FilePhotoStore } from "./photo-files.ts";
 import { resolveDatabase, say } from "./runtime.ts";
 import { lockDataDir } from "./server-lock.ts";
@@ -44,6 +46,7 @@ function photoStore(config: Config): { store: PhotoStore; where: string } {
  */
 export async function startServer(env: Record<string, string | undefined> = process.env) {
   const config = loadConfig(env);
+  await configureLogging(config.LOG_LEVEL);
   const photos = photoStore(config);
   const unlock = config.DATABASE_URL ? () => {} : lockDataDir(config.DATA_DIR);
   const undo: (() => Promise<void> | void)[] = [unlock];
@@ -84,9 +87,7 @@ export async function startServer(env: Record<string, string | undefined> = proc
     process.on("SIGINT", () => void stop("SIGINT"));
     process.on("SIGTERM", () => void stop("SIGTERM"));
     // A promise nobody awaited must not end a process that serves everyone else.
-    process.on("unhandledRejection", (reason) => {
-      console.error(JSON.stringify({ level: "error", event: "unhandled rejection", message: String(reason) }));
-    });
+    process.on("unhandledRejection", (reason) => log.error("unhandled rejection", describeError(reason)));
   } catch (error) {
     await undoAll();
     throw error;

@@ -2,8 +2,10 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestTenant, testApp } from "./support/fixtures.ts";
+import { useLogCapture } from "./support/logs.ts";
 
 const t = useTestDatabase();
+const logs = useLogCapture();
 let tenant: TestTenant;
 beforeAll(async () => {
   tenant = await newTenant(t().db);
@@ -16,7 +18,10 @@ describe("the error envelope", () => {
     for (const key of [undefined, tenant.admin.key]) {
       const res = await call(testApp(t().db), "GET", "/api/v1/no-such-thing", { key });
       expect(res.status).toBe(404);
-      expect(res.body).toEqual({ success: false, error: { code: "NOT_FOUND", message: expect.any(String) } });
+      expect(res.body).toEqual({
+        success: false,
+        error: { code: "NOT_FOUND", message: expect.any(String), request_id: expect.any(String) },
+      });
     }
   });
 
@@ -113,21 +118,19 @@ describe("the error envelope", () => {
 describe("an unexpected failure", () => {
   it("answers 500 INTERNAL_ERROR with a generic message: no SQL, no stack, no internal names", async () => {
     await t().admin("alter function private.authenticate_api_key(bytea) rename to authenticate_api_key_gone");
-    const errors: unknown[] = [];
-    const original = console.error;
-    console.error = (...args: unknown[]) => errors.push(args);
     try {
       const res = await call(testApp(t().db), "GET", "/api/v1/api-keys/my-key", { key: tenant.admin.key });
       expect(res.status).toBe(500);
       expect(res.body).toEqual({
         success: false,
-        error: { code: "INTERNAL_ERROR", message: "internal error", details: { request_id: expect.any(String) } },
+        error: { code: "INTERNAL_ERROR", message: "internal error", request_id: expect.any(String) },
       });
       expect(JSON.stringify(res.body)).not.toMatch(/authenticate|select|private|\.ts|at /);
+      expect(res.headers.get("x-request-id")).toBe(res.body.error.request_id);
       // The cause is logged server-side, with the id the client was given.
-      expect(JSON.stringify(errors)).toContain(res.body.error.details.request_id);
+      const logged = logs.events().find((e) => e.message === "request failed");
+      expect(logged).toMatchObject({ level: "ERROR", request_id: res.body.error.request_id, error: "postgres", code: "42883" });
     } finally {
-      console.error = original;
       await t().admin("alter function private.authenticate_api_key_gone(bytea) rename to authenticate_api_key");
     }
   });

@@ -491,7 +491,11 @@ describe("consistency between the store and the database", () => {
     const res = await upload(app, tenant.admin.key, participantId, await image("png"));
 
     expect(res.status).toBe(503);
-    expect(res.body.error).toEqual({ code: "SERVICE_UNAVAILABLE", message: "photo storage is unavailable" });
+    expect(res.body.error).toEqual({
+      code: "SERVICE_UNAVAILABLE",
+      message: "photo storage is unavailable",
+      request_id: expect.any(String),
+    });
     expect((await participantRow(participantId)).photo_key).toBeNull();
   });
 

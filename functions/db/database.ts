@@ -1,5 +1,6 @@
 import pg from "pg";
 import type { Principal } from "../auth/principal.ts";
+import { describeError, log } from "../log.ts";
 import { isRetryable } from "./pg-errors.ts";
 
 // Postgres `date` values stay "YYYY-MM-DD" strings: turning them into JS Dates
@@ -75,14 +76,13 @@ export interface DatabaseOptions {
   prepare?: boolean;
   /** How long a request waits for a connection before it is answered 503. */
   connectTimeoutMs?: number;
-  /** Told of every lost connection; by default one line on stderr. */
+  /** Told of every lost connection; by default one line in the log. */
   onConnectionError?: (error: Error) => void;
 }
 
 /** One line per lost connection: its cause, never a connection string. */
 function logConnectionError(error: Error): void {
-  const code = (error as { code?: string }).code;
-  console.error(JSON.stringify({ level: "warn", event: "database connection lost", code, message: error.message }));
+  log.warn("database connection lost", describeError(error));
 }
 
 /** A live key's owner, as private.authenticate_api_key returns it. */

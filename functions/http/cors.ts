@@ -5,6 +5,8 @@ export interface CorsOptions {
   origins?: string[];
   allowHeaders: string[];
   allowMethods: string[];
+  /** Response headers a browser client may read. */
+  exposeHeaders: string[];
   maxAgeSeconds: number;
 }
 
@@ -23,6 +25,7 @@ export function cors(options: CorsOptions) {
   const methods = options.allowMethods.join(",");
   const headers = options.allowHeaders.join(",");
   const maxAge = String(options.maxAgeSeconds);
+  const expose = options.exposeHeaders.join(",");
 
   return createMiddleware(async (c, next) => {
     const origin = allowOrigin(c.req.header("origin"));
@@ -37,7 +40,10 @@ export function cors(options: CorsOptions) {
       return c.body(null, 204, preflight);
     }
     await next();
-    if (origin) c.res.headers.set("Access-Control-Allow-Origin", origin);
+    if (origin) {
+      c.res.headers.set("Access-Control-Allow-Origin", origin);
+      c.res.headers.set("Access-Control-Expose-Headers", expose);
+    }
     if (!any) c.res.headers.append("Vary", "Origin");
   });
 }

@@ -45,19 +45,20 @@ export function message(c: Context, text: string) {
   return c.json({ success: true as const, message: text }, 200);
 }
 
-/** The one place the error envelope is written. */
-export function errorBody(error: ApiError) {
+/** The one place the error envelope is written; `request_id` ties it to the server's log. */
+export function errorBody(error: ApiError, requestId?: string) {
   return {
     success: false as const,
     error: {
       code: error.code,
       message: error.message,
       ...(error.details === undefined ? {} : { details: error.details }),
+      ...(requestId === undefined ? {} : { request_id: requestId }),
     },
   };
 }
 
 export function failure(c: Context, error: ApiError) {
   for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
-  return c.json(errorBody(error), error.status as ContentfulStatusCode);
+  return c.json(errorBody(error, c.get("requestId")), error.status as ContentfulStatusCode);
 }

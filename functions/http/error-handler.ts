@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { fromPgError, isUnavailable } from "../db/pg-errors.ts";
+import { describeError, log } from "../log.ts";
 import { failure } from "./envelope.ts";
 import { ApiError, type ErrorCode } from "./errors.ts";
 
@@ -30,13 +31,17 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError("INTERNAL_ERROR", "internal error");
 }
 
+/**
+ * Answers any thrown thing in the envelope. What the client is not told (the
+ * cause of a 500 or a 503) goes to the log once, with the request's id, which
+ * the client gets in `error.request_id`.
+ */
 export function handleError(error: unknown, c: Context) {
   const apiError = toApiError(error);
-  if (apiError.code === "INTERNAL_ERROR") {
-    // The stack goes to the server's log, never to the client. The id ties the two together.
-    const id = crypto.randomUUID();
-    console.error(`[${id}] ${c.req.method} ${c.req.path} failed:`, error);
-    return failure(c, new ApiError("INTERNAL_ERROR", "internal error", { request_id: id }));
+  if (apiError.code === "INTERNAL_ERROR" || apiError.code === "SERVICE_UNAVAILABLE") {
+    const fields = { request_id: c.get("requestId"), method: c.req.method, route: c.req.routePath, ...describeError(error) };
+    if (apiError.code === "INTERNAL_ERROR") log.error("request failed", fields);
+    else log.warn("service unavailable", { ...fields, reason: apiError.message });
   }
   return failure(c, apiError);
 }

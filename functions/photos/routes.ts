@@ -4,6 +4,7 @@ import type { AppEnv } from "../app-env.ts";
 import { acceptBody } from "../http/body-policy.ts";
 import { notFound } from "../http/errors.ts";
 import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
+import { log } from "../log.ts";
 import { idFilter } from "../resources/fields.ts";
 import { findPhotoOwner } from "./data.ts";
 import { ALLOWED_PHOTO_TYPES, MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
@@ -122,7 +123,7 @@ export function photoRoutes(store: PhotoStore) {
       const key = owner.photo_key;
       const stream = await storeCall(() => store.get(key));
       if (!stream) {
-        console.error(`photo object ${key} is missing from the store`);
+        log.warn("photo object missing from the store", { request_id: c.var.requestId, key });
         throw notFound("photo");
       }
       return c.body(stream, 200, {

@@ -3,6 +3,7 @@ import { bytesToHex } from "@noble/hashes/utils.js";
 import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
 import { ApiError } from "../http/errors.ts";
+import { describeError, log } from "../log.ts";
 import { currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
 import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";
@@ -58,7 +59,7 @@ export async function storeCall<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (error) {
     if (!(error instanceof PhotoStoreError)) throw error;
-    console.error("photo storage failed:", error);
+    log.warn("photo storage failed", describeError(error));
     throw new ApiError("SERVICE_UNAVAILABLE", "photo storage is unavailable");
   }
 }
@@ -80,7 +81,7 @@ async function discard(ctx: PhotoContext, participantId: string, key: string): P
     const current = await ctx.db.asTenant(ctx.principal, (sql) => currentPhotoKey(sql, participantId));
     if (current !== key) await ctx.store.delete(key);
   } catch (error) {
-    console.error(`photo clean-up failed; object ${key} may be left behind:`, error);
+    log.warn("photo clean-up failed; the object may be left behind", { key, ...describeError(error) });
   }
 }
 

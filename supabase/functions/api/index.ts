@@ -2,6 +2,7 @@
 // served by Deno under the function's name. Everything it imports from the
 // repository is reached by relative imports inside the project root, which is
 // what `supabase functions deploy` uploads (see the README, "Deploy to Supabase").
+import { configure, getJsonLinesFormatter } from "@logtape/logtape";
 import { createApp } from "../../../functions/app.ts";
 import { loadConfig } from "../../../functions/config.ts";
 import { Database } from "../../../functions/db/database.ts";
@@ -20,6 +21,16 @@ const config = loadConfig({
   DB_POOL_SIZE: env.DB_POOL_SIZE || "3",
 });
 if (!config.DATABASE_URL) throw new Error("set SUPABASE_DB_URL or DATABASE_URL");
+
+// One JSON object per line on the console, which Supabase keeps as the function's log.
+const format = getJsonLinesFormatter({ message: "rendered", properties: "flatten" });
+await configure({
+  sinks: { console: (record) => console.log(format(record).trimEnd()) },
+  loggers: [
+    { category: ["camp"], lowestLevel: config.LOG_LEVEL, sinks: ["console"] },
+    { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["console"] },
+  ],
+});
 
 const db = new Database(config.DATABASE_URL, { max: config.DB_POOL_SIZE, prepare: config.DB_PREPARED_STATEMENTS });
 const app = createApp({ db, config });

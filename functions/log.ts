@@ -1,0 +1,29 @@
+import { getLogger, type Logger } from "@logtape/logtape";
+
+/**
+ * The service's log: one JSON object per event (LogTape's JSON-lines
+ * formatter, which escapes control characters, so no value can forge a line).
+ * The runtime-neutral core only writes events; each entry decides where they
+ * go (node/logging.ts: stderr; the Edge Function: the console). Unconfigured
+ * (in-process tests), events are dropped.
+ *
+ * Messages are constants; what varies goes in the properties. Never log a
+ * credential, a request body, a query string or a participant's data: ids,
+ * codes and route patterns only.
+ */
+export const log: Logger = getLogger(["camp"]);
+
+/** What a log line may say of an error: its kind and codes, not its message when that may quote data. */
+export function describeError(error: unknown): Record<string, unknown> {
+  if (!(error instanceof Error)) return { error: typeof error };
+  const pg = error as { code?: unknown; severity?: unknown; constraint?: unknown; routine?: unknown };
+  // A Postgres error's message and detail may quote the row's values; its code and constraint say enough.
+  if (typeof pg.severity === "string")
+    return { error: "postgres", code: pg.code, constraint: pg.constraint, routine: pg.routine };
+  return {
+    error: error.name,
+    code: typeof pg.code === "string" ? pg.code : undefined,
+    message: error.message,
+    stack: error.stack,
+  };
+}
