@@ -2,7 +2,7 @@
 // served by Deno under the function's name. Everything it imports from the
 // repository is reached by relative imports inside the project root, which is
 // what `supabase functions deploy` uploads (see the README, "Deploy to Supabase").
-import { configure, getJsonLinesFormatter } from "@logtape/logtape";
+import { configure, getConsoleSink, getJsonLinesFormatter } from "@logtape/logtape";
 import { createApp } from "../../../functions/app.ts";
 import { loadConfig } from "../../../functions/config.ts";
 import { Database } from "../../../functions/db/database.ts";
@@ -23,9 +23,8 @@ const config = loadConfig({
 if (!config.DATABASE_URL) throw new Error("set SUPABASE_DB_URL or DATABASE_URL");
 
 // One JSON object per line on the console, which Supabase keeps as the function's log.
-const format = getJsonLinesFormatter({ message: "rendered", properties: "flatten" });
 await configure({
-  sinks: { console: (record) => console.log(format(record).trimEnd()) },
+  sinks: { console: getConsoleSink({ formatter: getJsonLinesFormatter({ message: "rendered", properties: "flatten" }) }) },
   loggers: [
     { category: ["camp"], lowestLevel: config.LOG_LEVEL, sinks: ["console"] },
     { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["console"] },
