@@ -9,6 +9,7 @@ import {
   listReportingRoles,
   revokeReportingRole,
 } from "../functions/reporting/operator.ts";
+import { isUuid } from "../functions/resources/fields.ts";
 import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
 import { configureLogging } from "../node/logging.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
@@ -25,10 +26,8 @@ const print = (value: unknown): void => {
   process.stdout.write(`${JSON.stringify(value)}\n`);
 };
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function uuid(value: string): string {
-  if (!UUID.test(value)) throw new InvalidArgumentError("must be an id (uuid)");
+  if (!isUuid(value)) throw new InvalidArgumentError("must be an id (uuid)");
   return value.toLowerCase();
 }
 

@@ -13,6 +13,15 @@ const schema = z.object({
   AUTH_JWKS_URL: z.string().url().optional(),
   AUTH_JWT_ISSUER: z.string().min(1).optional(),
   AUTH_JWT_AUDIENCE: z.string().min(1).optional(),
+  /**
+   * Treat every token's e-mail as verified, for an identity provider that never
+   * sends `email_verified` but only issues tokens for confirmed addresses
+   * (Supabase Auth with e-mail confirmation on). Off: only `email_verified: true` counts.
+   */
+  AUTH_ASSUME_EMAIL_VERIFIED: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
   PHOTO_STORAGE: z.enum(["file", "supabase"]).default("file"),
   SUPABASE_URL: z.string().url().optional(),
   SUPABASE_SERVICE_ROLE_KEY: z.string().min(1).optional(),

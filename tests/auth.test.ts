@@ -82,7 +82,7 @@ describe("Bearer tokens (HS256 secret)", () => {
 
   it("maps a token to its user by e-mail, case-insensitively, when the subject is unknown", async () => {
     const user = await tenant.addUser("staff", { withKey: false });
-    const token = await signToken({ sub: "idp|unlinked", email: user.email.toUpperCase() });
+    const token = await signToken({ sub: "idp|unlinked", email: user.email.toUpperCase(), email_verified: true });
     const res = await call(testApp(t().db), "POST", "/api/v1/api-keys/generate", { token, body: { email: user.email } });
     expect(res.status).toBe(201);
   });
@@ -122,9 +122,11 @@ describe("Bearer tokens (HS256 secret)", () => {
     await tenant.addUser("staff", { withKey: false, email });
     await other.addUser("staff", { withKey: false, email });
     const app = testApp(t().db);
-    expectUnauthorized(await call(app, "GET", MY_KEY, { token: await signToken({ sub: "idp|shared", email }) }));
+    expectUnauthorized(
+      await call(app, "GET", MY_KEY, { token: await signToken({ sub: "idp|shared", email, email_verified: true }) }),
+    );
     const picked = await call(app, "POST", "/api/v1/api-keys/generate", {
-      token: await signToken({ sub: "idp|shared", email, tenant_id: other.tenantId }),
+      token: await signToken({ sub: "idp|shared", email, email_verified: true, tenant_id: other.tenantId }),
       body: { email },
     });
     expect(picked.status).toBe(201);
@@ -133,9 +135,18 @@ describe("Bearer tokens (HS256 secret)", () => {
   it("checks issuer and audience when they are configured", async () => {
     const user = await tenant.addUser("staff", { withKey: false });
     const app = testApp(t().db, { AUTH_JWT_ISSUER: "https://idp.example", AUTH_JWT_AUDIENCE: "camp" });
-    const good = await signToken({ sub: "x", email: user.email }, { issuer: "https://idp.example", audience: "camp" });
-    const wrongIssuer = await signToken({ sub: "x", email: user.email }, { issuer: "https://evil.example", audience: "camp" });
-    const wrongAudience = await signToken({ sub: "x", email: user.email }, { issuer: "https://idp.example", audience: "other" });
+    const good = await signToken(
+      { sub: "idp|issuer", email: user.email, email_verified: true },
+      { issuer: "https://idp.example", audience: "camp" },
+    );
+    const wrongIssuer = await signToken(
+      { sub: "idp|issuer", email: user.email, email_verified: true },
+      { issuer: "https://evil.example", audience: "camp" },
+    );
+    const wrongAudience = await signToken(
+      { sub: "idp|issuer", email: user.email, email_verified: true },
+      { issuer: "https://idp.example", audience: "other" },
+    );
     expect((await call(app, "GET", MY_KEY, { token: good })).status).toBe(404); // known user, no key yet
     expectUnauthorized(await call(app, "GET", MY_KEY, { token: wrongIssuer }));
     expectUnauthorized(await call(app, "GET", MY_KEY, { token: wrongAudience }));
@@ -168,7 +179,9 @@ describe("Bearer tokens (JWKS)", () => {
   it("accepts an RS256 token signed by a key of the set", async () => {
     const user = await tenant.addUser("staff");
     const app = testApp(t().db, { AUTH_JWKS_URL: jwksUrl });
-    const res = await call(app, "GET", MY_KEY, { token: await rs256({ sub: "jwks-user", email: user.email }, privateKey) });
+    const res = await call(app, "GET", MY_KEY, {
+      token: await rs256({ sub: "jwks-user", email: user.email, email_verified: true }, privateKey),
+    });
     expect(res.status).toBe(200);
     expect(res.body.data.email).toBe(user.email);
   });

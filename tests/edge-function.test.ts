@@ -167,7 +167,7 @@ describe("the Edge Function under Deno", () => {
 
   it("issues a key to a Bearer-authenticated user, and the key works at once", async () => {
     const user = await tenant.addUser("staff", { withKey: false });
-    const token = await signToken({ sub: `idp|${randomBytes(4).toString("hex")}`, email: user.email });
+    const token = await signToken({ sub: `idp|${randomBytes(4).toString("hex")}`, email: user.email, email_verified: true });
     const issued = await send("POST", api("/api-keys/generate"), { token, json: { email: user.email } });
     expect(issued.status).toBe(201);
     expect(issued.body.data.key).toMatch(/^camp_/);

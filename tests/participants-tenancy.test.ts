@@ -71,7 +71,7 @@ describe("participants across tenants", () => {
   });
 
   it("answers 404 to tenant B's Bearer token on tenant A's participant", async () => {
-    const token = await signToken({ sub: b.admin.userId, email: b.admin.email });
+    const token = await signToken({ sub: b.admin.userId, email: b.admin.email, email_verified: true });
     const res = await call(app, "GET", `${BASE}/${participantA.id}`, { token });
     expect(res.status).toBe(404);
   });

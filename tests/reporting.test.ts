@@ -184,7 +184,7 @@ describe("a reporting role's isolation", () => {
       "select count(*) from public.api_keys",
       "select key_hash from public.api_keys",
       "select * from private.reporting_roles",
-      "select * from private.find_token_user('x', 'viewer@b.test')",
+      "select * from private.resolve_token_user('x', 'viewer@b.test', true, null)",
       "select * from private.authenticate_api_key(sha256('x'::bytea))",
       "select private.request_tenant_id()",
       "select private.supabase_user_tenant_id()",

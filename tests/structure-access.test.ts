@@ -196,7 +196,7 @@ describe("credentials", () => {
   );
 
   it("accepts a Bearer token of a user of the tenant", async () => {
-    const token = await signToken({ sub: "idp-user-a", email: a.admin.email });
+    const token = await signToken({ sub: "idp-user-a", email: a.admin.email, email_verified: true });
     const res = await call(testApp(t().db), "GET", `${PATHS.instances}/${ofA.instance}`, { token });
     expect(res.status).toBe(200);
     expect(res.body.data.id).toBe(ofA.instance);

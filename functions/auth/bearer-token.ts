@@ -4,6 +4,8 @@ import type { Config } from "../config.ts";
 export interface TokenIdentity {
   subject: string;
   email?: string;
+  /** Whether the e-mail may find a user: the token's `email_verified: true`, or AUTH_ASSUME_EMAIL_VERIFIED. */
+  emailVerified: boolean;
   /** An optional tenant claim, used only to choose among users sharing an e-mail. */
   tenantId?: string;
 }
@@ -58,6 +60,8 @@ export function bearerVerifier(config: Config): TokenVerifier {
     if (!payload || typeof payload.sub !== "string" || payload.sub === "") return undefined;
     const email = typeof payload.email === "string" ? payload.email : undefined;
     const tenantId = typeof payload.tenant_id === "string" ? payload.tenant_id : undefined;
-    return { subject: payload.sub, email, tenantId };
+    // Only the top-level claim counts: Supabase's user_metadata is written by the user.
+    const emailVerified = payload.email_verified === true || config.AUTH_ASSUME_EMAIL_VERIFIED;
+    return { subject: payload.sub, email, tenantId, emailVerified };
   };
 }

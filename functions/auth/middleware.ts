@@ -3,6 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
 import type { ApiKeyRow } from "../db/database.ts";
 import { unauthorized } from "../http/errors.ts";
+import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
 import type { TokenVerifier } from "./bearer-token.ts";
 import type { Principal } from "./principal.ts";
@@ -40,15 +41,15 @@ export function authenticate(verifyToken: TokenVerifier) {
       if (!match?.[1]) throw unauthorized("Authorization must be 'Bearer <token>'");
       const identity = await verifyToken(match[1]);
       if (!identity) throw unauthorized("invalid or expired token");
-      const rows = await db.query<TokenUserRow>("select * from private.find_token_user($1, $2)", [
+      // The database decides (private.resolve_token_user): by subject, or the
+      // first time by a verified e-mail that no other identity holds yet.
+      const [user, ...others] = await db.query<TokenUserRow>("select * from private.resolve_token_user($1, $2, $3, $4)", [
         identity.subject,
         identity.email ?? null,
+        identity.emailVerified,
+        identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
       ]);
-      // One e-mail may belong to users of several tenants; a tenant_id claim
-      // can pick one, otherwise the token cannot be mapped without guessing.
-      const candidates = identity.tenantId ? rows.filter((r) => r.tenant_id === identity.tenantId) : rows;
-      if (candidates.length !== 1 || !candidates[0]) throw unauthorized("token does not belong to a known user");
-      const user = candidates[0];
+      if (!user || others.length > 0) throw unauthorized("token does not belong to a known user");
       principal = { tenantId: user.tenant_id, userId: user.user_id, email: user.email, role: user.role, via: "bearer" };
     } else {
       throw unauthorized("missing credential: send X-API-Key or Authorization: Bearer");

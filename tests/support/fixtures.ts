@@ -51,7 +51,7 @@ export async function newTenant(db: Database, name = `Tenant ${unique()}`): Prom
 
 /** A Bearer token as the identity provider would issue it. */
 export async function signToken(
-  claims: { sub: string; email?: string; tenant_id?: string },
+  claims: { sub: string; email?: string; tenant_id?: string; email_verified?: boolean; [claim: string]: unknown },
   options: { secret?: string; expiresIn?: string | number; issuer?: string; audience?: string } = {},
 ): Promise<string> {
   let jwt = new SignJWT({ ...claims }).setProtectedHeader({ alg: "HS256" }).setIssuedAt();
