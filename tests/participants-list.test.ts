@@ -36,7 +36,7 @@ const PEOPLE: Person[] = [
     school_year: "Year 8",
     rank: 'Scout "lead", first',
     unit_name: "Ünit ✓ 🏕️",
-    school_institute: "Back\\slash\ttab",
+    school_institute: "Back\\slash",
     arrival_date: "2026-07-01",
     departure_date: "2026-07-14",
     photo_link: "https://example.test/a.jpg",

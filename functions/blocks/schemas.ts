@@ -1,11 +1,11 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { idField, idFilter, LONG_TEXT, optionalText, pagination, requiredText } from "../resources/fields.ts";
+import { idField, idFilter, optionalLongText, pagination, requiredText } from "../resources/fields.ts";
 
 const BlockFields = z.object({
   name: requiredText().openapi({ description: "Unique within the instance, ignoring case and surrounding spaces." }),
   instance_id: idField().openapi({ description: "Fixed once created: an update may repeat it but not change it." }),
-  description: optionalText(LONG_TEXT),
+  description: optionalLongText(),
 });
 
 export const WritableBlockFields = Object.keys(BlockFields.shape);

@@ -1,14 +1,14 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { idField, idFilter, LONG_TEXT, optionalText, pagination, requiredText, SHORT_TEXT } from "../resources/fields.ts";
+import { idField, idFilter, optionalLongText, pagination, requiredText } from "../resources/fields.ts";
 
 /** The fields supergroups and subgroups share; `type` defaults (in the database) to the kind of group. */
 const groupFields = (defaultType: "supergroup" | "subgroup") => ({
   name: requiredText(),
   instance_id: idField().openapi({ description: "Fixed once created: an update may repeat it but not change it." }),
-  description: optionalText(LONG_TEXT),
-  type: z.string().trim().min(1, "must not be empty").max(SHORT_TEXT).optional().openapi({ default: defaultType }),
-  purpose: optionalText(LONG_TEXT),
+  description: optionalLongText(),
+  type: requiredText().optional().openapi({ default: defaultType }),
+  purpose: optionalLongText(),
   notifications: z.boolean().optional().openapi({ default: true }),
 });
 

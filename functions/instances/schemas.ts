@@ -1,13 +1,13 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { LONG_TEXT, optionalDate, optionalText, pagination, requiredText } from "../resources/fields.ts";
+import { optionalDate, optionalLongText, optionalText, pagination, requiredText } from "../resources/fields.ts";
 
 export const InstanceStatus = z.enum(["upcoming", "active", "completed", "archived"]);
 
 /** What a client may write; defaults are the database's (status upcoming). */
 const InstanceFields = z.object({
   name: requiredText(),
-  description: optionalText(LONG_TEXT),
+  description: optionalLongText(),
   status: InstanceStatus.optional().openapi({
     default: "upcoming",
     description: "Any status may follow any other; an archived instance is read-only until its status changes.",

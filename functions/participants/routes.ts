@@ -1,9 +1,9 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { listOfJson, message, okOfJson } from "../http/envelope.ts";
-import { notFound } from "../http/errors.ts";
+import { invalidField, notFound } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
-import { IdParam, isUuid } from "../resources/fields.ts";
+import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
 import { createParticipant, deleteParticipant, getParticipant, listParticipants, updateParticipant } from "./data.ts";
 import { CreateBody, ListQuery, Participant, UpdateBody } from "./schemas.ts";
 
@@ -14,10 +14,15 @@ const body = <T extends typeof CreateBody | typeof UpdateBody>(schema: T) => ({
 
 /**
  * A path id that is not a uuid names no participant: 404, like an id of another
- * tenant. Checked before the body is validated, so a bad id is 404 whatever the body.
+ * tenant. Checked before the body is validated, so a bad id is 404 whatever the body
+ * (hostile text, a NUL say, is a 400 naming the id, as everywhere).
  */
 const uuidPath = createMiddleware(async (c, next) => {
-  if (!isUuid(c.req.param("id") ?? "")) throw notFound("participant");
+  const id = c.req.param("id") ?? "";
+  if (!isUuid(id)) {
+    const issue = textIssue(id);
+    throw issue ? invalidField("id", issue) : notFound("participant");
+  }
   await next();
 });
 

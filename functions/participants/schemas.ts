@@ -1,5 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import {
+  cleanText,
   dateString,
   idField,
   idFilter,
@@ -128,8 +129,7 @@ export const ListQuery = z.object({
   block_id: idFilter(),
   room_id: idFilter(),
   // An empty search box (`?q=`) means no search.
-  q: z
-    .string()
+  q: cleanText()
     .trim()
     .max(SHORT_TEXT)
     .transform((term) => (term === "" ? undefined : term))

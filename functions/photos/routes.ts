@@ -5,7 +5,7 @@ import { acceptBody } from "../http/body-policy.ts";
 import { notFound } from "../http/errors.ts";
 import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
 import { log } from "../log.ts";
-import { idFilter } from "../resources/fields.ts";
+import { cleanText, idFilter } from "../resources/fields.ts";
 import { findPhotoOwner } from "./data.ts";
 import { ALLOWED_PHOTO_TYPES, MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
 import { preparePhoto, savePhoto, storeCall } from "./service.ts";
@@ -22,7 +22,7 @@ acceptBody({
 });
 
 const Params = z.object({
-  userId: z.string().openapi({
+  userId: cleanText().openapi({
     param: { name: "userId", in: "path" },
     description: "The participant's id, or its user_id when that names exactly one live participant",
   }),

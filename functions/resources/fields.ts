@@ -13,11 +13,44 @@ export const isUuid = (value: string) => UUID.test(value);
 export const SHORT_TEXT = 200;
 export const LONG_TEXT = 2_000;
 
+/** C0 control characters (DECISIONS.md): none in one-line text; long text may hold tabs and line breaks. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this pattern's job
+const CONTROL = /[\u0000-\u001f]/;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: as above, less tab, line feed and carriage return
+const CONTROL_BUT_LINES = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+const wellFormed = (value: string) => (value as string & { isWellFormed(): boolean }).isWellFormed();
+
+/**
+ * Any text a client sends (bodies, queries, paths, CSV cells): no C0 control
+ * character (NUL above all, which Postgres cannot store) and no unpaired
+ * surrogate. Such text is refused naming the field, never altered; it is
+ * checked before trimming, so a line break around a name is refused too.
+ */
+export const cleanText = (options: { lines?: boolean } = {}) =>
+  z
+    .string()
+    .refine((value) => !(options.lines ? CONTROL_BUT_LINES : CONTROL).test(value), {
+      message: options.lines
+        ? "must not contain control characters other than tabs and line breaks"
+        : "must not contain control characters",
+      abort: true,
+    })
+    .refine(wellFormed, { message: "must be well-formed Unicode (no unpaired surrogate)", abort: true });
+
+/** Why a text is refused (see cleanText), or undefined when it is clean. */
+export function textIssue(value: string, options: { lines?: boolean } = {}): string | undefined {
+  const result = cleanText(options).safeParse(value);
+  return result.success ? undefined : result.error.issues[0]?.message;
+}
+
 /** A required name-like field: trimmed, not empty. */
-export const requiredText = (max = SHORT_TEXT) => z.string().trim().min(1, "must not be empty").max(max);
+export const requiredText = (max = SHORT_TEXT) => cleanText().trim().min(1, "must not be empty").max(max);
 
 /** An optional field that may also be sent as null (to clear it on update). */
-export const optionalText = (max = SHORT_TEXT) => z.string().trim().max(max).nullable().optional();
+export const optionalText = (max = SHORT_TEXT) => cleanText().trim().max(max).nullable().optional();
+
+/** Description and purpose: long, and may hold tabs and line breaks. */
+export const optionalLongText = () => cleanText({ lines: true }).trim().max(LONG_TEXT).nullable().optional();
 
 /** An id in a request body: malformed is a 400 naming the field. */
 export const idField = () => z.string().regex(UUID, "must be a uuid").openapi({ format: "uuid" });
@@ -36,19 +69,23 @@ export const dateString = () =>
     .openapi({ format: "date", example: "2026-07-14" });
 export const optionalDate = () => dateString().nullable().optional();
 
+/**
+ * A whole number in a query: plain decimal digits only. `1e3`, `0x10`, ` 5`
+ * and `5.0`, which a number parser would take, are refused.
+ */
+const queryInteger = (min: number, max: number, message: string) =>
+  z
+    .string()
+    .regex(/^[0-9]{1,15}$/, { message, abort: true })
+    .transform(Number)
+    .pipe(z.number().min(min, message).max(max, message));
+
 /** `limit` 1–1000 (default per resource), `offset` ≥ 0; anything else is 400. */
 export const pagination = (defaultLimit: number) => ({
-  limit: z.coerce
-    .number({ error: "must be an integer from 1 to 1000" })
-    .int("must be an integer from 1 to 1000")
-    .min(1, "must be an integer from 1 to 1000")
-    .max(1000, "must be an integer from 1 to 1000")
+  limit: queryInteger(1, 1000, "must be an integer from 1 to 1000")
     .default(defaultLimit)
     .openapi({ type: "integer", minimum: 1, maximum: 1000, default: defaultLimit }),
-  offset: z.coerce
-    .number({ error: "must be an integer of 0 or more" })
-    .int("must be an integer of 0 or more")
-    .min(0, "must be an integer of 0 or more")
+  offset: queryInteger(0, Number.MAX_SAFE_INTEGER, "must be an integer of 0 or more")
     .default(0)
     .openapi({ type: "integer", minimum: 0, default: 0 }),
 });
@@ -61,5 +98,5 @@ export const idFilter = () => idField().optional();
  * record, so it is a 404 (checked by the handler with isUuid), not a 400.
  */
 export const IdParam = z.object({
-  id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
+  id: cleanText().openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
 });
