@@ -5,6 +5,7 @@ import { toApiError } from "../functions/http/error-handler.ts";
 import {
   checkRoleName,
   connectionDetails,
+  enforceReportingLimits,
   grantReportingRole,
   listReportingRoles,
   revokeReportingRole,
@@ -39,6 +40,11 @@ function email(value: string): string {
 function role(value: string): Role {
   if (value !== "admin" && value !== "staff") throw new InvalidArgumentError("must be admin or staff");
   return value;
+}
+
+function wholeNumber(value: string): number {
+  if (!/^[0-9]{1,9}$/.test(value)) throw new InvalidArgumentError("must be a whole number");
+  return Number(value);
 }
 
 function reportingRole(value: string): string {
@@ -133,13 +139,38 @@ export function buildProgram(): Command {
     .description("create a login role bound to a tenant; prints its connection details and password, once")
     .requiredOption("--tenant <tenant_id>", "the tenant the role may read", uuid)
     .requiredOption("--role <name>", "the new role's name (lower case, e.g. report_alice)", reportingRole)
-    .action((options: { tenant: string; role: string }) =>
-      withDatabase(async (db, url, embedded) => {
-        const grant = await grantReportingRole(db, options.tenant, options.role);
-        print({ ...grant, ...connectionDetails(url, grant) });
-        if (embedded) say("the embedded Postgres answers at this address while the server runs (npm start)");
-      }),
+    .option("--connection-limit <n>", "connections the role may hold at once (default 3)", wholeNumber)
+    .option("--statement-timeout <seconds>", "longest statement it may run (default 30)", wholeNumber)
+    .option(
+      "--connection-budget <n>",
+      "connections all reporting roles of the cluster may hold together (default: a quarter of max_connections)",
+      wholeNumber,
+    )
+    .action(
+      (options: {
+        tenant: string;
+        role: string;
+        connectionLimit?: number;
+        statementTimeout?: number;
+        connectionBudget?: number;
+      }) =>
+        withDatabase(async (db, url, embedded) => {
+          const grant = await grantReportingRole(db, options.tenant, options.role, {
+            connectionLimit: options.connectionLimit,
+            statementTimeoutMs: options.statementTimeout === undefined ? undefined : options.statementTimeout * 1000,
+            connectionBudget: options.connectionBudget,
+          });
+          print({ ...grant, ...connectionDetails(url, grant) });
+          for (const warning of grant.warnings) say(`warning: ${warning}`);
+          if (embedded) say("the embedded Postgres answers at this address while the server runs (npm start)");
+        }),
     );
+  reporting
+    .command("enforce")
+    .description(
+      "cancel reporting statements and end sessions past their limits, once (the server does it every few seconds); prints one JSON line per action",
+    )
+    .action(() => withDatabase(async (db) => (await enforceReportingLimits(db)).forEach(print)));
   reporting
     .command("revoke")
     .description("drop a reporting role and end its sessions; prints {role, tenant_id, dropped}")

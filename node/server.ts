@@ -9,6 +9,7 @@ import { createTenant } from "../functions/tenants/operator.ts";
 import { listen } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
 import { FilePhotoStore } from "./photo-files.ts";
+import { startReportingGuard } from "./reporting-guard.ts";
 import { resolveDatabase, say } from "./runtime.ts";
 import { lockDataDir } from "./server-lock.ts";
 
@@ -64,6 +65,8 @@ export async function startServer(env: Record<string, string | undefined> = proc
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
     });
     undo.push(() => db.close());
+
+    undo.push(startReportingGuard(db, config.REPORTING_GUARD_INTERVAL_MS));
 
     const app = createApp({ db, config, photoStore: photos.store });
     const http = await listen(app.fetch, config.PORT);

@@ -46,7 +46,8 @@ async function login(url: string): Promise<pg.Client> {
 }
 
 async function newRole(tenantId: string, label: string) {
-  const grant = await grantReportingRole(t().db, tenantId, `${RUN}_${label}`);
+  // Room for this file's sessions; the budget is the cluster's, shared with the test files running beside this one.
+  const grant = await grantReportingRole(t().db, tenantId, `${RUN}_${label}`, { connectionLimit: 20, connectionBudget: 10_000 });
   return { ...grant, url: connectionDetails(t().url, grant).url };
 }
 
@@ -319,10 +320,21 @@ describe("camp reporting", () => {
 
   it("grant prints a working login once; list shows it; revoke drops it and its open sessions", async () => {
     const role = `${RUN}_cli`;
-    const granted = await camp("grant", "--tenant", a.tenantId, "--role", role);
+    const granted = await camp("grant", "--tenant", a.tenantId, "--role", role, "--connection-budget", "10000");
     expect(granted.code).toBe(0);
     const out = JSON.parse(granted.stdout);
-    expect(Object.keys(out).sort()).toEqual(["database", "host", "password", "port", "role", "tenant_id", "url", "user"]);
+    expect(Object.keys(out).sort()).toEqual([
+      "database",
+      "host",
+      "limits",
+      "password",
+      "port",
+      "role",
+      "tenant_id",
+      "url",
+      "user",
+      "warnings",
+    ]);
     expect(out).toMatchObject({ role, user: role, tenant_id: a.tenantId, database: new URL(t().url).pathname.slice(1) });
     expect(out.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(granted.stderr).not.toContain(out.password);
