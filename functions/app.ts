@@ -60,6 +60,8 @@ export function createApp(deps: AppDeps) {
     createMiddleware<AppEnv>(async (c, next) => {
       c.set("db", deps.db);
       c.set("config", deps.config);
+      // No answer is to be sniffed into another type: a CSV cell or a JSON string must never run as HTML.
+      c.header("X-Content-Type-Options", "nosniff");
       routeTable.check(c.req.method, c.req.path);
       await next();
     }),

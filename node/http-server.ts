@@ -23,6 +23,19 @@ function drainingResponse(): Response {
 }
 
 /**
+ * An answer given before the request's body was read to its end (a 413 on a
+ * chunked body, a 401 before an upload) closes the connection: the bytes
+ * still coming are not a next request, and reading them all first would let a
+ * client hold the socket with a body that never ends.
+ */
+function closeIfBodyUnread(response: Response, incoming: { complete: boolean }): Response {
+  if (incoming.complete) return response;
+  const headers = new Headers(response.headers);
+  headers.set("Connection", "close");
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/**
  * The Node HTTP server around the app's fetch, bound before anything else is
  * created, so a port in use fails the start cleanly. It counts the requests in
  * flight (a response counts until its last byte is sent, so a streamed export
@@ -36,7 +49,8 @@ export async function listen(
   let draining = false;
   const inFlight = new Set<ServerResponse>();
   const server = createAdaptorServer({
-    fetch: (request: Request) => (draining ? drainingResponse() : fetch(request)),
+    fetch: async (request: Request, env: { incoming: { complete: boolean } }) =>
+      draining ? drainingResponse() : closeIfBodyUnread(await fetch(request), env.incoming),
   }) as Server;
 
   server.on("request", (_request: IncomingMessage, response: ServerResponse) => {

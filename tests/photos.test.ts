@@ -65,7 +65,7 @@ describe("POST /api/v1/photos/user/{userId}", () => {
     const res = await upload(app, tenant.admin.key, participantId, photo);
 
     expect(res.status).toBe(200);
-    const link = `http://localhost/api/v1/photos/user/${participantId}`;
+    const link = `/api/v1/photos/user/${participantId}`;
     expect(res.body).toEqual({
       success: true,
       data: { participant_id: participantId, photo_link: link, content_type: mime, size: expect.any(Number) },
@@ -283,7 +283,7 @@ describe("userId resolution", () => {
 
     expect(res.status).toBe(200);
     expect(res.body.data.participant_id).toBe(participantId);
-    expect(res.body.data.photo_link).toBe(`http://localhost/api/v1/photos/user/${participantId}`);
+    expect(res.body.data.photo_link).toBe(`/api/v1/photos/user/${participantId}`);
     expect((await download(app, tenant.admin.key, "camper-007")).status).toBe(200);
   });
 

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { isSafePhotoLink } from "../photos/links.ts";
 import {
   cleanText,
   dateString,
@@ -59,7 +60,9 @@ const writable = {
   block_id: optionalId().openapi({ description: "Filled from room_id when only that is given" }),
   room_id: optionalId(),
   room_number: optionalText().openapi({ description: "Filled from room_id when not given with it" }),
-  photo_link: optionalText(PHOTO_LINK),
+  photo_link: optionalText(PHOTO_LINK)
+    .refine((value) => value == null || isSafePhotoLink(value), "must be an http(s) URL or this service's photo path")
+    .openapi({ description: "An http(s) URL, or the service's own photo path (/api/v1/photos/user/{id})" }),
 };
 
 export type WritableField = keyof typeof writable;

@@ -8,6 +8,7 @@ import { log } from "../log.ts";
 import { cleanText, idFilter } from "../resources/fields.ts";
 import { findPhotoOwner } from "./data.ts";
 import { ALLOWED_PHOTO_TYPES, MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
+import { photoFileName, photoPath } from "./links.ts";
 import { preparePhoto, savePhoto, storeCall } from "./service.ts";
 import type { PhotoStore } from "./store.ts";
 import { readPhotoPart } from "./upload.ts";
@@ -36,7 +37,10 @@ const UploadResult = z
     success: z.literal(true),
     data: z.object({
       participant_id: z.string().uuid(),
-      photo_link: z.string().url(),
+      photo_link: z.string().openapi({
+        description:
+          "The photo's address: absolute under PUBLIC_URL when the operator set it, else relative to the service's base URL",
+      }),
       content_type: z.enum(ALLOWED_PHOTO_TYPES as [string, ...string[]]),
       size: z.number().int(),
     }),
@@ -83,10 +87,16 @@ const download = createRoute({
   },
 });
 
-/** The API address of a participant's photo: what photo_link is set to. */
+/**
+ * The API address of a participant's photo: what photo_link is set to. Stored
+ * and shown to every user of the tenant, so it never comes from the request's
+ * Host or forwarding headers: absolute only under the operator's PUBLIC_URL,
+ * otherwise relative.
+ */
 function photoLink(c: Context<AppEnv>, participantId: string): string {
-  const base = (c.var.config.PUBLIC_URL ?? new URL(c.req.url).origin).replace(/\/+$/, "");
-  return `${base}/api/v1/photos/user/${participantId}`;
+  const path = photoPath(participantId);
+  const base = c.var.config.PUBLIC_URL?.replace(/\/+$/, "");
+  return base ? `${base}${path}` : path;
 }
 
 /** If-None-Match holds this ETag (weak or strong form) or `*`. */
@@ -130,6 +140,7 @@ export function photoRoutes(store: PhotoStore) {
         ...headers,
         "Content-Type": owner.photo_content_type,
         "Content-Length": String(owner.photo_size),
+        "Content-Disposition": `inline; filename="${photoFileName(owner.id, owner.photo_content_type)}"`,
       });
     });
 }
