@@ -2,6 +2,8 @@ import { Command, InvalidArgumentError } from "commander";
 import { loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
 import { toApiError } from "../functions/http/error-handler.ts";
+import { supabasePhotoStore } from "../functions/photos/default-store.ts";
+import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
 import {
   checkRoleName,
   connectionDetails,
@@ -180,6 +182,15 @@ export function buildProgram(): Command {
     .command("list")
     .description("list reporting roles; prints one JSON line per role")
     .action(() => withDatabase(async (db) => (await listReportingRoles(db)).forEach(print)));
+
+  const storage = program.command("storage").description("Supabase Storage for photos (SUPABASE_URL, SUPABASE_SERVICE_ROLE_KEY)");
+  storage
+    .command("init")
+    .description(`make sure the private ${PHOTO_BUCKET} bucket exists with the photo limits; prints {bucket, outcome}`)
+    .action(async () => {
+      const store = supabasePhotoStore(loadConfig(process.env));
+      print({ bucket: PHOTO_BUCKET, outcome: await store.ensureBucket() });
+    });
 
   program
     .command("serve")

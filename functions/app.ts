@@ -71,7 +71,8 @@ export function createApp(deps: AppDeps) {
   mountDocs(app);
   app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config)));
 
-  app.route("/", healthRoutes);
+  const photoStore = deps.photoStore ?? defaultPhotoStore(deps.config);
+  app.route("/", healthRoutes(photoStore));
   app.route("/api/v1/api-keys", apiKeyRoutes);
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
@@ -81,7 +82,7 @@ export function createApp(deps: AppDeps) {
   // Before participantRoutes: its /{id} would otherwise answer /bulk, /export.csv and /import.
   app.route("/api/v1/participants", participantBulkRoutes);
   app.route("/api/v1/participants", participantRoutes);
-  app.route("/api/v1/photos", photoRoutes(deps.photoStore ?? defaultPhotoStore(deps.config)));
+  app.route("/api/v1/photos", photoRoutes(photoStore));
 
   app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
   app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", bearerFormat: "JWT" });

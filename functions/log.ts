@@ -20,10 +20,11 @@ export function describeError(error: unknown): Record<string, unknown> {
   // A Postgres error's message and detail may quote the row's values; its code and constraint say enough.
   if (typeof pg.severity === "string")
     return { error: "postgres", code: pg.code, constraint: pg.constraint, routine: pg.routine };
+  // Not `message`: that key is the log line's own.
   return {
     error: error.name,
     code: typeof pg.code === "string" ? pg.code : undefined,
-    message: error.message,
+    error_message: error.message,
     stack: error.stack,
   };
 }

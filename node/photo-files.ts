@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import type { Dirent } from "node:fs";
-import { mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { access, constants, mkdir, open, readdir, rename, rm } from "node:fs/promises";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
-import { assertPhotoKey, type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
+import { assertPhotoKey, type PhotoStore, PhotoStoreError, type StoreHealth } from "../functions/photos/store.ts";
 
 const TEMP_SUFFIX = ".tmp";
 
@@ -91,5 +91,16 @@ export class FilePhotoStore implements PhotoStore {
     };
     await walk(this.root);
     return keys.filter((key) => key.startsWith(prefix)).sort();
+  }
+
+  /** Ok when the directory exists (or can be made) and the service may write in it. */
+  async health(): Promise<StoreHealth> {
+    try {
+      await mkdir(this.root, { recursive: true, mode: 0o700 });
+      await access(this.root, constants.R_OK | constants.W_OK);
+      return "ok";
+    } catch {
+      return "misconfigured";
+    }
   }
 }

@@ -4,7 +4,8 @@ import { type Config, loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
 import { describeError, log } from "../functions/log.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
-import type { PhotoStore } from "../functions/photos/store.ts";
+import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
+import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
 import { createTenant } from "../functions/tenants/operator.ts";
 import { listen } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
@@ -33,11 +34,29 @@ async function createDemoTenantOnce(db: Database, port: number) {
   say("");
 }
 
-/** PHOTO_STORAGE: files under DATA_DIR/photos (the default) or Supabase Storage. */
-function photoStore(config: Config): { store: PhotoStore; where: string } {
-  if (config.PHOTO_STORAGE === "supabase") return { store: supabasePhotoStore(config), where: "Supabase Storage" };
-  const store = new FilePhotoStore(join(config.DATA_DIR, "photos"));
-  return { store, where: store.root };
+/**
+ * PHOTO_STORAGE: files under DATA_DIR/photos (the default) or Supabase
+ * Storage, whose bucket is checked and made if missing before the server
+ * listens. A key or URL that Storage refuses stops the start with a message
+ * saying so; a Storage that does not answer only warns, since everything but
+ * photos works without it (/health says `storage: unavailable`).
+ */
+async function photoStore(config: Config): Promise<{ store: PhotoStore; where: string }> {
+  if (config.PHOTO_STORAGE !== "supabase") {
+    const store = new FilePhotoStore(join(config.DATA_DIR, "photos"));
+    return { store, where: store.root };
+  }
+  const store = supabasePhotoStore(config);
+  try {
+    const bucket = await store.ensureBucket();
+    if (bucket !== "ok") say(`photo bucket ${PHOTO_BUCKET}: ${bucket}`);
+  } catch (error) {
+    if (!(error instanceof PhotoStoreError) || error.kind === "misconfigured") {
+      throw new Error(`photo storage at SUPABASE_URL is not usable: ${(error as Error).message}`);
+    }
+    log.warn("photo storage did not answer at start; photo requests answer 503 until it does", describeError(error));
+  }
+  return { store, where: "Supabase Storage" };
 }
 
 /**
@@ -48,7 +67,7 @@ function photoStore(config: Config): { store: PhotoStore; where: string } {
 export async function startServer(env: Record<string, string | undefined> = process.env) {
   const config = loadConfig(env);
   await configureLogging(config.LOG_LEVEL);
-  const photos = photoStore(config);
+  const photos = await photoStore(config);
   const unlock = config.DATABASE_URL ? () => {} : lockDataDir(config.DATA_DIR);
   const undo: (() => Promise<void> | void)[] = [unlock];
   const undoAll = async () => {

@@ -5,15 +5,19 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createApp } from "../functions/app.ts";
 import { loadConfig } from "../functions/config.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
-import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
+import { PHOTO_BUCKET, PHOTO_BUCKET_SETTINGS, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
 import { FilePhotoStore } from "../node/photo-files.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { newTenant, TEST_JWT_SECRET, type TestTenant } from "./support/fixtures.ts";
 import { image } from "./support/images.ts";
+import { useLogCapture } from "./support/logs.ts";
 import { download, newInstance, newParticipant, photoApp, upload } from "./support/photos.ts";
+import { run, TSX } from "./support/processes.ts";
+import { startServerProcess } from "./support/server-process.ts";
 import { type StorageStandIn, startStorageStandIn } from "./support/storage-stand-in.ts";
 
 const t = useTestDatabase();
+const logs = useLogCapture();
 
 const TENANT = "11111111-1111-4111-8111-111111111111";
 const OTHER_TENANT = "22222222-2222-4222-8222-222222222222";
@@ -72,11 +76,7 @@ let storage: StorageStandIn;
 
 beforeAll(async () => {
   fileRoot = await mkdtemp(join(tmpdir(), "camp-photos-"));
-  storage = await startStorageStandIn({
-    buckets: {
-      [PHOTO_BUCKET]: { fileSizeLimit: 5_242_880, allowedMimeTypes: ["image/jpeg", "image/png", "image/gif", "image/webp"] },
-    },
-  });
+  storage = await startStorageStandIn({ buckets: { [PHOTO_BUCKET]: { ...PHOTO_BUCKET_SETTINGS } } });
 });
 
 afterAll(async () => {
@@ -184,6 +184,168 @@ describe("Supabase Storage adapter (against the local stand-in)", () => {
     const res = await upload(app, tenant.admin.key, participantId, await image("png"));
     expect(res.status).toBe(503);
     expect(res.body.error.message).toBe("photo storage is not configured");
+  });
+});
+
+describe("what Storage's answers mean (the real server's ways, through the stand-in)", () => {
+  let tenant: TestTenant;
+  let instanceId: string;
+
+  beforeAll(async () => {
+    tenant = await newTenant(t().db);
+    instanceId = await newInstance(t(), tenant.tenantId);
+  });
+  /** A participant whose row points at a stored photo, and an app on `store`. */
+  async function withPhoto() {
+    const good = new SupabasePhotoStore(storage.url, storage.serviceKey);
+    const id = await newParticipant(t(), tenant.tenantId, instanceId);
+    expect((await upload(photoApp(t().db, good), tenant.admin.key, id, await image("png"))).status).toBe(200);
+    return id;
+  }
+
+  const misconfigured = () => ({
+    "an anon key (its object GET is served as anonymous)": new SupabasePhotoStore(storage.url, storage.anonKey),
+    "an invalid or expired key": new SupabasePhotoStore(storage.url, "not-a-valid-jwt"),
+    "a wrong SUPABASE_URL": new SupabasePhotoStore(`${storage.url}/wrong`, storage.serviceKey),
+  });
+
+  it("answers 404 only for a missing object (NoSuchKey)", async () => {
+    const id = await withPhoto();
+    for (const key of [...storage.objects.keys()].filter((k) => k.includes(id))) storage.objects.delete(key);
+    const res = await download(photoApp(t().db, new SupabasePhotoStore(storage.url, storage.serviceKey)), tenant.admin.key, id);
+    expect(res.status).toBe(404);
+  });
+
+  it("answers 503, never 404, to a photo read with a bad key or URL, and logs the cause once with the request id", async () => {
+    const id = await withPhoto();
+    for (const [why, store] of Object.entries(misconfigured())) {
+      logs.lines.length = 0;
+      const res = await download(photoApp(t().db, store), tenant.admin.key, id);
+      expect(res.status, why).toBe(503);
+      const body = JSON.parse(res.bytes.toString());
+      expect(body.error.code).toBe("SERVICE_UNAVAILABLE");
+      const warnings = logs.events().filter((e) => e.request_id === body.error.request_id && e.level === "WARN");
+      expect(warnings, why).toHaveLength(1);
+      expect(JSON.stringify(warnings[0]), why).toMatch(/Supabase Storage/);
+    }
+  });
+
+  it("answers 503 to a photo read when the bucket is gone", async () => {
+    const id = await withPhoto();
+    const settings = storage.buckets.get(PHOTO_BUCKET);
+    storage.buckets.delete(PHOTO_BUCKET);
+    try {
+      const res = await download(photoApp(t().db, new SupabasePhotoStore(storage.url, storage.serviceKey)), tenant.admin.key, id);
+      expect(res.status).toBe(503);
+    } finally {
+      storage.buckets.set(PHOTO_BUCKET, settings ?? {});
+    }
+  });
+
+  it("treats a delete that removed nothing of an object still there as a failure, and a missing object as removed", async () => {
+    const id = await withPhoto();
+    const [stored] = [...storage.objects.keys()].filter((k) => k.includes(id));
+    const photoKey = (stored as string).slice(PHOTO_BUCKET.length + 1);
+    for (const [why, store] of Object.entries(misconfigured())) {
+      await expect(store.delete(photoKey), why).rejects.toMatchObject({ kind: "misconfigured" });
+    }
+    expect(storage.objects.has(stored as string)).toBe(true);
+    const good = new SupabasePhotoStore(storage.url, storage.serviceKey);
+    await good.delete(photoKey);
+    expect(storage.objects.has(stored as string)).toBe(false);
+    await expect(good.delete(photoKey)).resolves.toBeUndefined();
+  });
+
+  it("keeps the new photo when the replaced one cannot be deleted, and logs what was left behind", async () => {
+    const id = await withPhoto();
+    const anonDeletes = new SupabasePhotoStore(storage.url, storage.serviceKey, {
+      // Uploads and reads as the service; deletes as anon, which the server answers 200 [] and ignores.
+      fetch: (url, init) =>
+        fetch(
+          url,
+          init?.method === "DELETE"
+            ? { ...init, headers: { ...(init.headers as Record<string, string>), Authorization: `Bearer ${storage.anonKey}` } }
+            : init,
+        ),
+    });
+    logs.lines.length = 0;
+    const res = await upload(photoApp(t().db, anonDeletes), tenant.admin.key, id, await image("gif"));
+    expect(res.status).toBe(200);
+    expect([...storage.objects.keys()].filter((k) => k.includes(id))).toHaveLength(2);
+    expect(logs.lines.some((line) => line.includes("clean-up failed"))).toBe(true);
+  });
+
+  it("classifies a server error as unavailable and a refusal as misconfigured", async () => {
+    const good = new SupabasePhotoStore(storage.url, storage.serviceKey);
+    storage.failNext(500);
+    await expect(good.get(key(TENANT, "7"))).rejects.toMatchObject({ kind: "unavailable" });
+    const down = new SupabasePhotoStore("http://127.0.0.1:9", storage.serviceKey);
+    await expect(down.get(key(TENANT, "7"))).rejects.toMatchObject({ kind: "unavailable" });
+    for (const store of Object.values(misconfigured())) {
+      await expect(store.put(key(TENANT, "7"), Buffer.from("x"), "image/png")).rejects.toMatchObject({ kind: "misconfigured" });
+    }
+  });
+});
+
+describe("the bucket, provisioned by the service", () => {
+  const camp = (env: Record<string, string>) => run(TSX, ["cli/main.ts", "storage", "init"], env);
+
+  it("camp storage init creates the private bucket with the photo limits, corrects one that differs, and is idempotent", async () => {
+    const fresh = await startStorageStandIn();
+    try {
+      const env = { SUPABASE_URL: fresh.url, SUPABASE_SERVICE_ROLE_KEY: fresh.serviceKey };
+      const first = await camp(env);
+      expect(first.code, first.stderr).toBe(0);
+      expect(JSON.parse(first.stdout)).toEqual({ bucket: PHOTO_BUCKET, outcome: "created" });
+      expect(fresh.buckets.get(PHOTO_BUCKET)).toMatchObject(PHOTO_BUCKET_SETTINGS);
+      expect(JSON.parse((await camp(env)).stdout).outcome).toBe("ok");
+      Object.assign(fresh.buckets.get(PHOTO_BUCKET) ?? {}, { public: true, file_size_limit: null });
+      expect(JSON.parse((await camp(env)).stdout).outcome).toBe("updated");
+      expect(fresh.buckets.get(PHOTO_BUCKET)).toMatchObject(PHOTO_BUCKET_SETTINGS);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("camp storage init says what is wrong with an anon key, a bad key or a wrong URL, and exits non-zero", async () => {
+    const fresh = await startStorageStandIn();
+    try {
+      for (const env of [
+        { SUPABASE_URL: fresh.url, SUPABASE_SERVICE_ROLE_KEY: fresh.anonKey },
+        { SUPABASE_URL: fresh.url, SUPABASE_SERVICE_ROLE_KEY: "not-a-key" },
+        { SUPABASE_URL: `${fresh.url}/rest`, SUPABASE_SERVICE_ROLE_KEY: fresh.serviceKey },
+      ]) {
+        const res = await camp(env);
+        expect(res.code).toBe(1);
+        expect(res.stderr).toMatch(/^camp: .*(service-role key|Supabase Storage)/);
+        expect(res.stderr).not.toContain(env.SUPABASE_SERVICE_ROLE_KEY);
+      }
+      expect(fresh.buckets.size).toBe(0);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("is made by the server at start; a key Storage refuses stops the start with a clear message", {
+    timeout: 120_000,
+  }, async () => {
+    const fresh = await startStorageStandIn();
+    try {
+      const env = { DATABASE_URL: t().url, PHOTO_STORAGE: "supabase", SUPABASE_URL: fresh.url };
+      await expect(startServerProcess({ ...env, SUPABASE_SERVICE_ROLE_KEY: fresh.anonKey })).rejects.toThrow(
+        /photo storage at SUPABASE_URL is not usable: .*service-role key/,
+      );
+      expect(fresh.buckets.size).toBe(0);
+      const server = await startServerProcess({ ...env, SUPABASE_SERVICE_ROLE_KEY: fresh.serviceKey });
+      try {
+        expect(fresh.buckets.get(PHOTO_BUCKET)).toMatchObject(PHOTO_BUCKET_SETTINGS);
+        expect(server.stderr()).toContain(`photo bucket ${PHOTO_BUCKET}: created`);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await fresh.close();
+    }
   });
 });
 

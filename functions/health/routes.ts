@@ -2,28 +2,56 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ok } from "../http/envelope.ts";
 import { serviceUnavailable } from "../http/errors.ts";
 import { dataOf, errors, json, newRouter } from "../http/openapi.ts";
+import type { PhotoStore, StoreHealth } from "../photos/store.ts";
 import { VERSION } from "../version.ts";
 
 const PING_TIMEOUT_MS = 2_000;
+/** /health is public: the storage check is shared for a while, so polling it cannot flood the store. */
+const STORAGE_CHECK_TTL_MS = 10_000;
 
-const Health = z.object({ status: z.literal("ok"), database: z.literal("ok"), version: z.string() }).openapi("Health");
+const Health = z
+  .object({
+    status: z.literal("ok"),
+    database: z.literal("ok"),
+    storage: z.enum(["ok", "unavailable", "misconfigured"]).openapi({
+      description:
+        "Photo storage: `unavailable` when it does not answer (may pass), `misconfigured` when it refuses the service's key, URL or bucket (needs the operator). Photo requests answer 503 until it is `ok`; everything else works.",
+    }),
+    version: z.string(),
+  })
+  .openapi("Health");
 
 const route = createRoute({
   method: "get",
   path: "/health",
-  summary: "Liveness and database check (no credential)",
+  summary: "Liveness, database and photo storage check (no credential)",
+  description:
+    "200 while the database answers, whatever the state of photo storage (in the body); 503 when the database does not.",
   tags: ["health"],
   responses: { 200: json(dataOf(Health), "Service and database are up"), ...errors(503) },
 });
 
-export const healthRoutes = newRouter().openapi(route, async (c) => {
-  const timeout = new Promise<never>((_, reject) =>
-    setTimeout(() => reject(serviceUnavailable("the database did not answer")), PING_TIMEOUT_MS),
-  );
-  try {
-    await Promise.race([c.var.db.query("select 1"), timeout]);
-  } catch {
-    throw serviceUnavailable("the database did not answer");
-  }
-  return ok(c, { status: "ok" as const, database: "ok" as const, version: VERSION });
-});
+function withTimeout<T>(work: Promise<T>, fallback: () => T): Promise<T> {
+  return Promise.race([work, new Promise<T>((done) => setTimeout(() => done(fallback()), PING_TIMEOUT_MS))]);
+}
+
+export function healthRoutes(store: PhotoStore) {
+  let storage: { state: Promise<StoreHealth>; at: number } | undefined;
+  const storageState = () => {
+    if (!storage || Date.now() - storage.at > STORAGE_CHECK_TTL_MS) {
+      const state = withTimeout(store.health(), () => "unavailable" as const).catch(() => "unavailable" as const);
+      storage = { state, at: Date.now() };
+    }
+    return storage.state;
+  };
+
+  return newRouter().openapi(route, async (c) => {
+    const database = withTimeout(
+      c.var.db.query("select 1").then(() => true),
+      () => false,
+    ).catch(() => false);
+    const [databaseUp, storageHealth] = await Promise.all([database, storageState()]);
+    if (!databaseUp) throw serviceUnavailable("the database did not answer");
+    return ok(c, { status: "ok" as const, database: "ok" as const, storage: storageHealth, version: VERSION });
+  });
+}

@@ -39,7 +39,9 @@ export function toApiError(error: unknown): ApiError {
 export function handleError(error: unknown, c: Context) {
   const apiError = toApiError(error);
   if (apiError.code === "INTERNAL_ERROR" || apiError.code === "SERVICE_UNAVAILABLE") {
-    const fields = { request_id: c.get("requestId"), method: c.req.method, route: c.req.routePath, ...describeError(error) };
+    // An ApiError made from a failure (photo storage) carries it as its cause.
+    const cause = error instanceof ApiError && error.cause !== undefined ? error.cause : error;
+    const fields = { request_id: c.get("requestId"), method: c.req.method, route: c.req.routePath, ...describeError(cause) };
     if (apiError.code === "INTERNAL_ERROR") log.error("request failed", fields);
     else log.warn("service unavailable", { ...fields, reason: apiError.message });
   }

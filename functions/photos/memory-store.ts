@@ -1,4 +1,4 @@
-import { assertPhotoKey, type PhotoStore } from "./store.ts";
+import { assertPhotoKey, type PhotoStore, type StoreHealth } from "./store.ts";
 
 /** Objects in a Map: the reference behaviour of the port, for tests. */
 export class MemoryPhotoStore implements PhotoStore {
@@ -29,5 +29,9 @@ export class MemoryPhotoStore implements PhotoStore {
 
   async list(prefix: string): Promise<string[]> {
     return [...this.objects.keys()].filter((key) => key.startsWith(prefix)).sort();
+  }
+
+  async health(): Promise<StoreHealth> {
+    return "ok";
   }
 }

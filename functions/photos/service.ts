@@ -53,14 +53,16 @@ export async function preparePhoto(received: Uint8Array): Promise<PreparedPhoto>
 export const photoKey = (tenantId: string, participantId: string, photo: PreparedPhoto) =>
   `${tenantId}/${participantId}/${photo.sha256}.${PHOTO_TYPES[photo.contentType]}`;
 
-/** A store failure is the storage service's, not the client's: 503, with the cause in the log only. */
+/**
+ * A store failure is the storage service's, not the client's: 503. Its cause
+ * goes with it to the error handler, which logs it once with the request id.
+ */
 export async function storeCall<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
     if (!(error instanceof PhotoStoreError)) throw error;
-    log.warn("photo storage failed", describeError(error));
-    throw new ApiError("SERVICE_UNAVAILABLE", "photo storage is unavailable");
+    throw Object.assign(new ApiError("SERVICE_UNAVAILABLE", "photo storage is unavailable"), { cause: error });
   }
 }
 

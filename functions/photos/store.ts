@@ -15,13 +15,28 @@ export interface PhotoStore {
   delete(key: string): Promise<void>;
   /** Every key under a prefix such as `<tenant_id>/` (for checks and clean-up, not for serving). */
   list(prefix: string): Promise<string[]>;
+  /** Whether the store works as configured, without changing anything. */
+  health(): Promise<StoreHealth>;
 }
 
-/** A store that failed (unreachable, refused): the API answers 503. */
+/**
+ * Why a store failed: `unavailable` (down, unreachable, timing out: may pass
+ * by itself) or `misconfigured` (a wrong key, URL or bucket: needs the
+ * operator). Either way the API answers 503; /health tells them apart.
+ */
+export type StoreFailure = "unavailable" | "misconfigured";
+
+/** What /health reports for photo storage. */
+export type StoreHealth = "ok" | StoreFailure;
+
+/** A store that failed: the API answers 503 and logs the cause. */
 export class PhotoStoreError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  readonly kind: StoreFailure;
+
+  constructor(message: string, options: { cause?: unknown; kind?: StoreFailure } = {}) {
+    super(message, { cause: options.cause });
     this.name = "PhotoStoreError";
+    this.kind = options.kind ?? "unavailable";
   }
 }
 
@@ -38,6 +53,7 @@ export const unconfiguredPhotoStore: PhotoStore = {
   get: unavailable,
   delete: unavailable,
   list: unavailable,
+  health: async () => "misconfigured",
 };
 
 async function unavailable(): Promise<never> {

@@ -3,23 +3,29 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 
 /**
- * A small local stand-in for the Supabase Storage HTTP endpoints that
- * @supabase/storage-js calls (upload, download, remove, list, signed URLs),
- * listening on 127.0.0.1 on a random port. It answers the way the Storage API
- * does (JSON error bodies with a `statusCode`, "not found" as a 400 whose body
- * says 404), enforces a service key and each bucket's size and type limits,
- * and records the requests it got. It is not Supabase: what it checks is the
- * adapter's use of storage-js, not Storage's own behaviour.
+ * A local stand-in for the Supabase Storage HTTP API (objects and buckets),
+ * on 127.0.0.1 at a random port, under `/storage/v1` as on a hosted project.
+ * It answers as the real server does (supabase/storage), in the ways that
+ * matter to the adapter:
+ *   - errors are HTTP 400 with the real status in the body's `statusCode` and
+ *     the meaning in `code` (`NoSuchKey`, `NoSuchBucket`, `InvalidJWT`, ...);
+ *   - a request with the anon key, or an object GET with a token it cannot
+ *     verify (served as anonymous), sees no bucket: NoSuchBucket; the anon
+ *     key's delete answers 200 `[]` and removes nothing; its list is `[]`;
+ *   - any other route (a wrong SUPABASE_URL) is a plain 404;
+ *   - without a bucket `file_size_limit` (and UPLOAD_FILE_SIZE_LIMIT, here
+ *     `uploadFileSizeLimit`) no size limit is enforced.
  *
- *   const storage = await startStorageStandIn({ buckets: { "participant-photos": {} } });
+ *   const storage = await startStorageStandIn();
  *   ... new SupabasePhotoStore(storage.url, storage.serviceKey) ...
  *   await storage.close();
  */
 
 export interface BucketRules {
-  /** Bytes; larger uploads are refused (413 in the body). */
-  fileSizeLimit?: number;
-  allowedMimeTypes?: string[];
+  public?: boolean;
+  /** Bytes; larger uploads are refused. Unset: no limit. */
+  file_size_limit?: number | null;
+  allowed_mime_types?: string[] | null;
 }
 
 export interface StoredObject {
@@ -29,9 +35,12 @@ export interface StoredObject {
 }
 
 export interface StorageStandIn {
-  /** The project URL to give storage-js users: requests go to `${url}/storage/v1/...`. */
+  /** The project URL (what SUPABASE_URL holds): requests go to `${url}/storage/v1/...`. */
   url: string;
   serviceKey: string;
+  anonKey: string;
+  /** Bucket id → its settings; delete one to simulate a missing bucket. */
+  buckets: Map<string, BucketRules>;
   /** `<bucket>/<path>` → object. */
   objects: Map<string, StoredObject>;
   requests: Array<{ method: string; path: string }>;
@@ -41,8 +50,10 @@ export interface StorageStandIn {
 }
 
 interface Options {
+  /** Buckets that exist at start; by default none (the service creates its own). */
   buckets?: Record<string, BucketRules>;
   serviceKey?: string;
+  uploadFileSizeLimit?: number;
 }
 
 const PREFIX = "/storage/v1";
@@ -53,28 +64,16 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-const storageError = (res: ServerResponse, httpStatus: number, statusCode: string, error: string, message: string) =>
-  send(res, httpStatus, { statusCode, error, message });
+/** How the real server renders an error: HTTP 400, the real status and the code in the body. */
+const storageError = (res: ServerResponse, statusCode: number, code: string, message: string) =>
+  send(res, 400, { statusCode: String(statusCode), code, error: code, message });
+
+const noSuchBucket = (res: ServerResponse) => storageError(res, 404, "NoSuchBucket", "Bucket not found");
 
 async function readBody(req: IncomingMessage): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks);
-}
-
-/** An upload's bytes and type: a raw body, or the file of a multipart body (what storage-js sends for a Blob). */
-async function uploadedFile(req: IncomingMessage, body: Buffer): Promise<{ bytes: Buffer; contentType: string }> {
-  const type = req.headers["content-type"] ?? "application/octet-stream";
-  if (!type.startsWith("multipart/form-data")) return { bytes: body, contentType: type };
-  const form = await new Request("http://stand-in/", {
-    method: "POST",
-    headers: { "content-type": type },
-    body: new Uint8Array(body),
-  }).formData();
-  for (const value of form.values()) {
-    if (typeof value !== "string") return { bytes: Buffer.from(await value.arrayBuffer()), contentType: value.type };
-  }
-  return { bytes: Buffer.alloc(0), contentType: type };
 }
 
 function fileEntry(name: string, object: StoredObject) {
@@ -84,34 +83,25 @@ function fileEntry(name: string, object: StoredObject) {
     updated_at: object.createdAt,
     created_at: object.createdAt,
     last_accessed_at: object.createdAt,
-    metadata: {
-      size: object.bytes.length,
-      mimetype: object.contentType,
-      cacheControl: "max-age=0",
-      lastModified: object.createdAt,
-      contentLength: object.bytes.length,
-      httpStatusCode: 200,
-    },
+    metadata: { size: object.bytes.length, mimetype: object.contentType, cacheControl: "max-age=0" },
   };
 }
 
+type Caller = "service" | "anon" | "invalid";
+
 export async function startStorageStandIn(options: Options = {}): Promise<StorageStandIn> {
-  const buckets = options.buckets ?? { "participant-photos": {} };
+  const buckets = new Map(Object.entries(options.buckets ?? {}));
   const serviceKey = options.serviceKey ?? `stand-in-service-key-${randomBytes(8).toString("hex")}`;
+  const anonKey = `stand-in-anon-key-${randomBytes(8).toString("hex")}`;
   const objects = new Map<string, StoredObject>();
   const requests: StorageStandIn["requests"] = [];
-  const signed = new Map<string, { key: string; expires: number }>();
   const failures: number[] = [];
 
-  function authorised(req: IncomingMessage): boolean {
-    return req.headers.authorization === `Bearer ${serviceKey}` && req.headers.apikey === serviceKey;
-  }
-
-  function serveObject(res: ServerResponse, key: string, head: boolean) {
-    const object = objects.get(key);
-    if (!object) return storageError(res, 400, "404", "not_found", "Object not found");
-    res.writeHead(200, { "content-type": object.contentType, "content-length": object.bytes.length });
-    res.end(head ? undefined : object.bytes);
+  function caller(req: IncomingMessage): Caller {
+    const token = req.headers.authorization?.replace(/^Bearer /, "");
+    if (token === serviceKey) return "service";
+    if (token === anonKey) return "anon";
+    return "invalid";
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -119,26 +109,41 @@ export async function startStorageStandIn(options: Options = {}): Promise<Storag
     const method = req.method ?? "GET";
     requests.push({ method, path: url.pathname });
     const failure = failures.shift();
-    if (failure !== undefined) return storageError(res, failure, String(failure), "injected", "injected failure");
-    if (!url.pathname.startsWith(`${PREFIX}/`)) return storageError(res, 404, "404", "not_found", "no such route");
+    if (failure !== undefined) return storageError(res, failure, "InternalError", "injected failure");
+    if (!url.pathname.startsWith(`${PREFIX}/`)) return send(res, 404, { message: "no Route matched with those values" });
     const path = decodeURIComponent(url.pathname.slice(PREFIX.length));
-
-    // Signed URLs carry their own authorisation.
-    const signedMatch = /^\/object\/sign\/(.+)$/.exec(path);
-    if (signedMatch?.[1] && method === "GET") {
-      const grant = signed.get(url.searchParams.get("token") ?? "");
-      if (!grant || grant.key !== signedMatch[1] || grant.expires < Date.now()) {
-        return storageError(res, 400, "InvalidJWT", "invalid_token", "invalid or expired signature");
-      }
-      return serveObject(res, grant.key, false);
-    }
-
-    if (!authorised(req)) return storageError(res, 400, "403", "Unauthorized", "invalid service key");
     const body = method === "GET" || method === "HEAD" ? Buffer.alloc(0) : await readBody(req);
     const json = () => (body.length > 0 ? JSON.parse(body.toString("utf8")) : {});
+    const who = caller(req);
 
-    let match = /^\/object\/list\/([^/]+)$/.exec(path);
+    // An object GET serves a token it cannot verify as anonymous; every other route refuses it.
+    const objectGet = method === "GET" && /^\/object\/(authenticated\/)?[^/]+\/.+$/.test(path);
+    if (who === "invalid" && !objectGet) return storageError(res, 403, "InvalidJWT", "invalid signature");
+    // Row-level security on storage.buckets and storage.objects: anonymous callers see nothing.
+    const sees = who === "service";
+
+    let match = /^\/bucket\/([^/]+)$/.exec(path);
+    if (match?.[1] && (method === "GET" || method === "PUT")) {
+      const bucket = buckets.get(match[1]);
+      if (!bucket || !sees) return noSuchBucket(res);
+      if (method === "PUT") {
+        Object.assign(bucket, json());
+        return send(res, 200, { message: "Successfully updated" });
+      }
+      return send(res, 200, { id: match[1], name: match[1], ...bucket });
+    }
+    if (path === "/bucket" && method === "POST") {
+      if (!sees) return storageError(res, 403, "AccessDenied", "new row violates row-level security policy");
+      const { id, name: _name, ...rules } = json();
+      if (buckets.has(id)) return storageError(res, 409, "BucketAlreadyExists", "The resource already exists");
+      buckets.set(id, rules);
+      return send(res, 200, { name: id });
+    }
+
+    match = /^\/object\/list\/([^/]+)$/.exec(path);
     if (match?.[1] && method === "POST") {
+      if (!buckets.has(match[1])) return noSuchBucket(res);
+      if (!sees) return send(res, 200, []);
       const bucket = match[1];
       const { prefix = "", limit = 100, offset = 0 } = json();
       const folder = prefix ? `${bucket}/${String(prefix).replace(/\/+$/, "")}/` : `${bucket}/`;
@@ -154,18 +159,12 @@ export async function startStorageStandIn(options: Options = {}): Promise<Storag
       return send(res, 200, sorted.slice(offset, offset + limit));
     }
 
-    match = /^\/object\/sign\/(.+)$/.exec(path);
-    if (match?.[1] && method === "POST") {
-      const key = match[1];
-      if (!objects.has(key)) return storageError(res, 400, "404", "not_found", "Object not found");
-      const token = randomBytes(16).toString("hex");
-      signed.set(token, { key, expires: Date.now() + Number(json().expiresIn ?? 60) * 1000 });
-      return send(res, 200, { signedURL: `/object/sign/${key}?token=${token}` });
-    }
-
     match = /^\/object\/([^/]+)$/.exec(path);
     if (match?.[1] && method === "DELETE") {
       const bucket = match[1];
+      if (!buckets.has(bucket)) return noSuchBucket(res);
+      // What row-level security hides cannot be deleted: 200 and an empty list.
+      if (!sees) return send(res, 200, []);
       const removed = [];
       for (const name of (json().prefixes ?? []) as string[]) {
         const object = objects.get(`${bucket}/${name}`);
@@ -178,30 +177,36 @@ export async function startStorageStandIn(options: Options = {}): Promise<Storag
 
     match = /^\/object\/(?:authenticated\/)?(([^/]+)\/.+)$/.exec(path);
     if (match?.[1] && match[2]) {
-      const [, key, bucket] = match as unknown as [string, string, string];
-      const rules = buckets[bucket];
-      if (!rules) return storageError(res, 400, "404", "Bucket not found", "Bucket not found");
-      if (method === "GET" || method === "HEAD") return serveObject(res, key, method === "HEAD");
+      const [, key, bucketId] = match as unknown as [string, string, string];
+      const rules = buckets.get(bucketId);
+      if (!rules || !sees) return noSuchBucket(res);
+      if (method === "GET" || method === "HEAD") {
+        const object = objects.get(key);
+        if (!object) return storageError(res, 404, "NoSuchKey", "Object not found");
+        res.writeHead(200, { "content-type": object.contentType, "content-length": object.bytes.length });
+        res.end(method === "HEAD" ? undefined : object.bytes);
+        return;
+      }
       if (method === "POST" || method === "PUT") {
         const upsert = method === "PUT" || req.headers["x-upsert"] === "true";
-        if (objects.has(key) && !upsert) return storageError(res, 400, "409", "Duplicate", "The resource already exists");
-        const file = await uploadedFile(req, body);
-        if (rules.fileSizeLimit !== undefined && file.bytes.length > rules.fileSizeLimit) {
-          return storageError(res, 400, "413", "Payload too large", "The object exceeded the maximum allowed size");
+        if (objects.has(key) && !upsert) return storageError(res, 409, "Duplicate", "The resource already exists");
+        const limit = rules.file_size_limit ?? options.uploadFileSizeLimit;
+        if (limit != null && body.length > limit) {
+          return storageError(res, 413, "EntityTooLarge", "The object exceeded the maximum allowed size");
         }
-        const mime = file.contentType.split(";")[0]?.trim() ?? "";
-        if (rules.allowedMimeTypes && !rules.allowedMimeTypes.includes(mime)) {
-          return storageError(res, 400, "415", "invalid_mime_type", `mime type ${mime} is not supported`);
+        const mime = (req.headers["content-type"] ?? "").split(";")[0]?.trim() ?? "";
+        if (rules.allowed_mime_types?.length && !rules.allowed_mime_types.includes(mime)) {
+          return storageError(res, 415, "InvalidMimeType", `mime type ${mime} is not supported`);
         }
-        objects.set(key, { bytes: file.bytes, contentType: mime, createdAt: new Date().toISOString() });
+        objects.set(key, { bytes: body, contentType: mime, createdAt: new Date().toISOString() });
         return send(res, 200, { Key: key, Id: randomUUID() });
       }
     }
-    return storageError(res, 404, "404", "not_found", `no stand-in route for ${method} ${path}`);
+    return send(res, 404, { message: `Route ${method}:${url.pathname} not found`, error: "Not Found", statusCode: 404 });
   }
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((error) => storageError(res, 500, "500", "internal", String(error)));
+    handle(req, res).catch((error) => storageError(res, 500, "InternalError", String(error)));
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   const { port } = server.address() as AddressInfo;
@@ -209,6 +214,8 @@ export async function startStorageStandIn(options: Options = {}): Promise<Storag
   return {
     url: `http://127.0.0.1:${port}`,
     serviceKey,
+    anonKey,
+    buckets,
     objects,
     requests,
     failNext(status, count = 1) {
