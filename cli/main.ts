@@ -18,6 +18,7 @@ import { configureLogging } from "../node/logging.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";
 import { type ImportOptions, importFile } from "./participants-import.ts";
+import { type SweepCliOptions, sweepFromCli } from "./photos-sweep.ts";
 
 /**
  * `camp`: the operator's command line. JSON meant for scripts goes to stdout,
@@ -47,6 +48,12 @@ function role(value: string): Role {
 function wholeNumber(value: string): number {
   if (!/^[0-9]{1,9}$/.test(value)) throw new InvalidArgumentError("must be a whole number");
   return Number(value);
+}
+
+function days(value: string): number {
+  const match = /^([0-9]{1,5})d?$/.exec(value);
+  if (!match) throw new InvalidArgumentError("must be a number of days, e.g. 30 or 30d");
+  return Number(match[1]);
 }
 
 function reportingRole(value: string): string {
@@ -191,6 +198,18 @@ export function buildProgram(): Command {
       const store = supabasePhotoStore(loadConfig(process.env));
       print({ bucket: PHOTO_BUCKET, outcome: await store.ensureBucket() });
     });
+
+  const photos = program.command("photos").description("participant photos in the configured store (PHOTO_STORAGE)");
+  photos
+    .command("sweep")
+    .description(
+      "delete photo objects no live participant points at (failed replacements, participants deleted longer ago than --older-than); prints a JSON report",
+    )
+    .option("--dry-run", "list what would be deleted, delete nothing")
+    .option("--older-than <days>", "retention for photos of deleted participants, in days (e.g. 30 or 30d)", days, 30)
+    .action((options: SweepCliOptions) =>
+      withDatabase(async (db) => print(await sweepFromCli(db, loadConfig(process.env), options))),
+    );
 
   program
     .command("serve")

@@ -1,6 +1,10 @@
+import { join } from "node:path";
 import type { Config } from "../functions/config.ts";
+import { supabasePhotoStore } from "../functions/photos/default-store.ts";
+import type { PhotoStore } from "../functions/photos/store.ts";
 import { startEmbeddedPostgres } from "./embedded-db.ts";
 import { migrate } from "./migrate.ts";
+import { FilePhotoStore } from "./photo-files.ts";
 
 export interface ResolvedDatabase {
   url: string;
@@ -35,4 +39,9 @@ export async function resolveDatabase(config: Config): Promise<ResolvedDatabase>
     throw error;
   }
   return resolved;
+}
+
+/** PHOTO_STORAGE: files under DATA_DIR/photos (the default) or Supabase Storage. */
+export function configuredPhotoStore(config: Config): PhotoStore {
+  return config.PHOTO_STORAGE === "supabase" ? supabasePhotoStore(config) : new FilePhotoStore(join(config.DATA_DIR, "photos"));
 }

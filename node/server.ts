@@ -1,17 +1,15 @@
-import { join } from "node:path";
 import { createApp } from "../functions/app.ts";
 import { type Config, loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
 import { describeError, log } from "../functions/log.ts";
-import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
-import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
+import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
 import { createTenant } from "../functions/tenants/operator.ts";
 import { listen } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
-import { FilePhotoStore } from "./photo-files.ts";
+import type { FilePhotoStore } from "./photo-files.ts";
 import { startReportingGuard } from "./reporting-guard.ts";
-import { resolveDatabase, say } from "./runtime.ts";
+import { configuredPhotoStore, resolveDatabase, say } from "./runtime.ts";
 import { lockDataDir } from "./server-lock.ts";
 
 const DEMO_ADMIN = "admin@demo.camp";
@@ -42,11 +40,8 @@ async function createDemoTenantOnce(db: Database, port: number) {
  * photos works without it (/health says `storage: unavailable`).
  */
 async function photoStore(config: Config): Promise<{ store: PhotoStore; where: string }> {
-  if (config.PHOTO_STORAGE !== "supabase") {
-    const store = new FilePhotoStore(join(config.DATA_DIR, "photos"));
-    return { store, where: store.root };
-  }
-  const store = supabasePhotoStore(config);
+  const store = configuredPhotoStore(config);
+  if (!(store instanceof SupabasePhotoStore)) return { store, where: (store as FilePhotoStore).root };
   try {
     const bucket = await store.ensureBucket();
     if (bucket !== "ok") say(`photo bucket ${PHOTO_BUCKET}: ${bucket}`);

@@ -66,7 +66,13 @@ export async function recordPhoto(sql: Sql, participantId: string, photo: PhotoR
      where id = $1`,
     [participantId, photo.key, photo.contentType, photo.size, photo.sha256, photo.link],
   );
+  await sql.query("delete from public.photo_uploads where key = $1", [photo.key]);
   return current.photo_key;
+}
+
+/** Records an upload of `key` as in progress, before its object is written (see sweep.ts). */
+export async function beginUpload(sql: Sql, key: string): Promise<void> {
+  await sql.query("insert into public.photo_uploads (key) values ($1) on conflict (key) do nothing", [key]);
 }
 
 /** The key the participant's row holds now, deleted or not. */

@@ -4,7 +4,7 @@ import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
 import { ApiError } from "../http/errors.ts";
 import { describeError, log } from "../log.ts";
-import { currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
+import { beginUpload, currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
 import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";
 import { InvalidImageError, stripMetadata } from "./metadata/index.ts";
@@ -89,9 +89,11 @@ async function discard(ctx: PhotoContext, participantId: string, key: string): P
 
 /**
  * Stores the photo, then points the participant at it in one transaction.
- * If that transaction fails the new object is removed; once it commits, the
- * replaced object is removed. The key is the content hash, so uploading the
- * same photo again rewrites the same object and removes nothing.
+ * The key is recorded as an upload in progress first, so that a sweep running
+ * meanwhile keeps the object (sweep.ts). If the transaction fails the new
+ * object is removed; once it commits, the replaced object is removed. The key
+ * is the content hash, so uploading the same photo again rewrites the same
+ * object and removes nothing.
  */
 export async function savePhoto(ctx: PhotoContext, participantId: string, photo: PreparedPhoto, link: string) {
   const record: PhotoRecord = {
@@ -101,9 +103,10 @@ export async function savePhoto(ctx: PhotoContext, participantId: string, photo:
     sha256: photo.sha256,
     link,
   };
-  await storeCall(() => ctx.store.put(record.key, photo.bytes, photo.contentType));
+  await ctx.db.asTenant(ctx.principal, (sql) => beginUpload(sql, record.key));
   let replaced: string | null;
   try {
+    await storeCall(() => ctx.store.put(record.key, photo.bytes, photo.contentType));
     replaced = await ctx.db.asTenant(ctx.principal, (sql) => recordPhoto(sql, participantId, record));
   } catch (error) {
     await discard(ctx, participantId, record.key);

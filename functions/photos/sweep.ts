@@ -1,0 +1,79 @@
+import type { Database } from "../db/database.ts";
+import type { PhotoStore } from "./store.ts";
+
+export interface SweepOptions {
+  /** List what would be deleted, delete nothing. */
+  dryRun?: boolean;
+  /** Photos of participants soft-deleted longer ago than this many days go too. */
+  olderThanDays: number;
+  /** Called after each object is looked at, for a progress bar. */
+  onProgress?: (done: number, total: number) => void;
+}
+
+export interface SweepReport {
+  listed: number;
+  kept: number;
+  /** Objects no row points at: replacements whose delete failed, uploads that never committed. */
+  orphaned: string[];
+  /** Photos of participants deleted longer than the retention period ago. */
+  expired: string[];
+  deleted: number;
+  failed: Array<{ key: string; error: string }>;
+  dry_run: boolean;
+}
+
+/** An upload intent older than this is a crashed upload, not one in progress. */
+const UPLOAD_INTENT_HOURS = 24;
+
+/**
+ * Deletes the photo objects no live participant points at. Safe beside a
+ * running server: the store is listed first, then the rows and the uploads
+ * in progress are read in one snapshot, so any object the listing saw is
+ * either claimed by an upload intent or by the row that committed it (see
+ * sql/migrations/*_photo_uploads.sql). Rows of participants deleted longer
+ * ago than the retention keep their photo_key; the API never serves it.
+ */
+export async function sweepPhotos(db: Database, store: PhotoStore, options: SweepOptions): Promise<SweepReport> {
+  const listed = await store.list("");
+  const rows = await db.asOwner((sql) =>
+    sql.query<{ key: string; live: boolean }>(
+      `select photo_key as key, deleted_at is null or deleted_at > now() - make_interval(days => $1) as live
+       from public.participants where photo_key is not null
+       union all
+       select key, true from public.photo_uploads where started_at > now() - make_interval(hours => $2)`,
+      [options.olderThanDays, UPLOAD_INTENT_HOURS],
+    ),
+  );
+  const live = new Set(rows.filter((r) => r.live).map((r) => r.key));
+  const known = new Set(rows.map((r) => r.key));
+  const orphaned = listed.filter((key) => !known.has(key));
+  const expired = listed.filter((key) => known.has(key) && !live.has(key));
+
+  const report: SweepReport = {
+    listed: listed.length,
+    kept: listed.length - orphaned.length - expired.length,
+    orphaned,
+    expired,
+    deleted: 0,
+    failed: [],
+    dry_run: Boolean(options.dryRun),
+  };
+  if (!options.dryRun) {
+    await db.asOwner((sql) =>
+      sql.query("delete from public.photo_uploads where started_at <= now() - make_interval(hours => $1)", [UPLOAD_INTENT_HOURS]),
+    );
+  }
+  const doomed = [...orphaned, ...expired];
+  for (const [i, key] of doomed.entries()) {
+    if (!options.dryRun) {
+      try {
+        await store.delete(key);
+        report.deleted++;
+      } catch (error) {
+        report.failed.push({ key, error: (error as Error).message });
+      }
+    }
+    options.onProgress?.(i + 1, doomed.length);
+  }
+  return report;
+}
