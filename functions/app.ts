@@ -49,9 +49,27 @@ export function createApp(deps: AppDeps) {
     "*",
     cors({
       origins,
-      allowHeaders: ["Content-Type", "Authorization", "X-API-Key"],
-      allowMethods: ["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
-      exposeHeaders: ["X-Request-Id", "Retry-After"],
+      allowHeaders: [
+        "Content-Type",
+        "Authorization",
+        "X-API-Key",
+        "X-Request-Id",
+        "Idempotency-Key",
+        "If-Match",
+        "If-None-Match",
+      ],
+      allowMethods: ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      // Every header a browser client may need to read.
+      exposeHeaders: [
+        "ETag",
+        "Location",
+        "X-Request-Id",
+        "Retry-After",
+        "RateLimit",
+        "RateLimit-Policy",
+        "Idempotent-Replayed",
+        "WWW-Authenticate",
+      ],
       maxAgeSeconds: 600,
     }),
   );

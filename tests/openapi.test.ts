@@ -97,10 +97,10 @@ describe("GET /docs", () => {
     }
   });
 
-  it("answers 404 NOT_FOUND, not a crash, for the page with a trailing slash", async () => {
+  it("sends the page with a trailing slash to the page (its assets are relative to /docs)", async () => {
     const res = await call(app, "GET", "/docs/");
-    expect(res.status).toBe(404);
-    expect(res.body.error.code).toBe("NOT_FOUND");
+    expect(res.status).toBe(301);
+    expect(res.headers.get("location")).toBe("../docs");
   });
 
   it("answers 404 NOT_FOUND for an asset it does not have", async () => {

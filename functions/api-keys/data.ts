@@ -27,6 +27,14 @@ export async function keyById(sql: Sql, keyId: string) {
   ]);
 }
 
+/** One key of the tenant, with the id of the user it belongs to (to tell whose it is). */
+export async function keyWithOwner(sql: Sql, keyId: string) {
+  return sql.one<KeyRecord & { user_id: string }>(
+    `select ${RECORD}, k.user_id from public.api_keys k join public.users u on u.id = k.user_id where k.id = $1`,
+    [keyId],
+  );
+}
+
 /** The user's unrevoked, unexpired key. */
 export async function activeKeyOf(sql: Sql, userId: string) {
   return sql.one<KeyRecord>(

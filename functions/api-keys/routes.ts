@@ -1,10 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Principal } from "../auth/principal.ts";
 import type { Sql } from "../db/database.ts";
-import { message, ok } from "../http/envelope.ts";
+import { locate, message, ok } from "../http/envelope.ts";
 import { forbidden, notFound, unauthorized } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, MessageSchema, newRouter } from "../http/openapi.ts";
-import { activeKeyOf, findUserByEmail, issueKey, keyById, revokeKey } from "./data.ts";
+import { isUuid } from "../resources/fields.ts";
+import { activeKeyOf, findUserByEmail, issueKey, keyById, keyWithOwner, revokeKey } from "./data.ts";
 
 const KeyRecord = z
   .object({
@@ -61,6 +62,16 @@ const myKey = createRoute({
   responses: { 200: json(dataOf(KeyRecord), "The key record"), ...errors(401, 404) },
 });
 
+const byId = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "One key record (admins: any key of the tenant; others: their own)",
+  tags,
+  security: authenticated,
+  request: { params: z.object({ id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }) }) },
+  responses: { 200: json(dataOf(KeyRecord), "The key record"), ...errors(401, 404) },
+});
+
 const regenerate = createRoute({
   method: "post",
   path: "/regenerate",
@@ -94,6 +105,7 @@ export const apiKeyRoutes = newRouter()
       if (!user) throw notFound("user");
       return issueKey(sql, user.id, expires_at ? new Date(expires_at) : null);
     });
+    locate(c, `/api/v1/api-keys/${issued.id}`);
     return ok(c, issued, 201);
   })
   .openapi(myKey, async (c) => {
@@ -103,6 +115,15 @@ export const apiKeyRoutes = newRouter()
     );
     if (!record) throw notFound("API key");
     return ok(c, record);
+  })
+  .openapi(byId, async (c) => {
+    const { id } = c.req.valid("param");
+    const principal = c.var.principal;
+    const record = isUuid(id) ? await c.var.db.asTenant(principal, (sql) => keyWithOwner(sql, id)) : undefined;
+    // Someone else's key is as unknown to a non-admin as one of another tenant.
+    if (!record || (principal.role !== "admin" && record.user_id !== principal.userId)) throw notFound("API key");
+    const { user_id: _, ...key } = record;
+    return ok(c, key);
   })
   .openapi(regenerate, async (c) => {
     const principal = c.var.principal;

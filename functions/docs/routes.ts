@@ -12,6 +12,7 @@ export const DOCS_PATH = "/docs";
 export const DOC_ROUTES = [
   { method: "GET", path: OPENAPI_PATH },
   { method: "GET", path: DOCS_PATH },
+  { method: "GET", path: `${DOCS_PATH}/` },
   { method: "GET", path: `${DOCS_PATH}/assets/:name` },
 ];
 
@@ -51,6 +52,9 @@ export function mountDocs(app: OpenAPIHono<AppEnv>): void {
     c.header("Content-Security-Policy", DOCS_CSP);
     return c.html(DOCS_PAGE);
   });
+
+  // The page loads its assets relative to /docs; with a trailing slash they would miss.
+  app.get(`${DOCS_PATH}/`, (c) => c.redirect("../docs", 301));
 
   app.get(`${DOCS_PATH}/assets/:name`, async (c) => {
     const name = c.req.param("name");

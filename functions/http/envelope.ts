@@ -14,6 +14,27 @@ export function ok<T, S extends 200 | 201 = 200>(c: Context, data: T, status?: S
   return c.json({ success: true as const, data }, (status ?? 200) as S);
 }
 
+/**
+ * A 201's `Location`: `target` (a path as the app routes it) under PUBLIC_URL
+ * when the operator set it, otherwise as a reference relative to the request,
+ * which resolves right under any prefix the platform serves the app below
+ * (the Edge Function's /functions/v1/api).
+ */
+export function locate(c: Context, target: string): void {
+  const base = (c.var as { config?: { PUBLIC_URL?: string } }).config?.PUBLIC_URL?.replace(/\/+$/, "");
+  c.header("Location", base ? `${base}${target}` : relativeReference(c.req.path, target));
+}
+
+function relativeReference(from: string, to: string): string {
+  const [toPath = "", query] = to.split("?");
+  const fromDirs = from.split("/").slice(0, -1);
+  const toParts = toPath.split("/");
+  let common = 0;
+  while (common < fromDirs.length && common < toParts.length - 1 && fromDirs[common] === toParts[common]) common++;
+  const up = fromDirs.length - common;
+  return `${up > 0 ? "../".repeat(up) : "./"}${toParts.slice(common).join("/")}${query ? `?${query}` : ""}`;
+}
+
 /** `{success: true, data: [...], meta: {total, limit, offset}}`. */
 export function list<T>(c: Context, data: T[], meta: ListMeta) {
   return c.json({ success: true as const, data, meta }, 200);

@@ -28,6 +28,16 @@ export type ErrorDetails = FieldIssue | FieldIssue[] | string | Record<string, u
 const SERVICE_RETRY_AFTER_SECONDS = "2";
 
 /** An error meant for the client: its code, message and details are sent as they are. */
+/**
+ * Headers an error of a kind always carries: a 503 is a passing state (a
+ * database restart, a storage outage), so it says when to try again; a 401
+ * names the credentials the API takes (RFC 9110 §11.6.1).
+ */
+const DEFAULT_HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
+  SERVICE_UNAVAILABLE: { "Retry-After": SERVICE_RETRY_AFTER_SECONDS },
+  UNAUTHORIZED: { "WWW-Authenticate": 'ApiKey realm="camp", header="X-API-Key", Bearer realm="camp"' },
+};
+
 export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly details?: ErrorDetails;
@@ -38,8 +48,7 @@ export class ApiError extends Error {
     this.name = "ApiError";
     this.code = code;
     this.details = details;
-    // A 503 is a passing state (a database restart, a storage outage): tell clients when to try again.
-    this.headers = code === "SERVICE_UNAVAILABLE" ? { "Retry-After": SERVICE_RETRY_AFTER_SECONDS, ...headers } : headers;
+    this.headers = { ...DEFAULT_HEADERS[code], ...headers };
   }
 
   get status(): ContentfulStatusCode {

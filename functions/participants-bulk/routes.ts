@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { acceptBody } from "../http/body-policy.ts";
-import { ok, okOfJson } from "../http/envelope.ts";
+import { locate, ok, okOfJson } from "../http/envelope.ts";
 import { ApiError } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, newRouter } from "../http/openapi.ts";
 import { Participant } from "../participants/schemas.ts";
@@ -99,6 +99,8 @@ participantBulkRoutes
       }
       return (await insertPrepared(sql, prepared.ready, { returnRows: true })).json ?? "[]";
     });
+    // Rows may join several instances: the collection they were added to.
+    locate(c, "/api/v1/participants");
     return okOfJson<Array<z.infer<typeof Participant>>, 201>(c, created, 201);
   })
   .openapi(exportRoute, async (c) => {
@@ -120,5 +122,7 @@ participantBulkRoutes
     }
     const text = decodeCsv(new Uint8Array(await c.req.arrayBuffer()));
     const report = await importParticipants(c.var.db, c.var.principal, { text, instanceId: instance_id, dryRun: dry_run });
-    return dry_run ? ok(c, report, 200) : ok(c, report, 201);
+    if (dry_run) return ok(c, report, 200);
+    locate(c, `/api/v1/participants?instance_id=${instance_id}`);
+    return ok(c, report, 201);
   });

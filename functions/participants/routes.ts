@@ -1,6 +1,6 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
-import { listOfJson, message, okOfJson } from "../http/envelope.ts";
+import { listOfJson, locate, message, okOfJson } from "../http/envelope.ts";
 import { invalidField, notFound } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
@@ -85,6 +85,7 @@ participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
     const json = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
+    locate(c, `/api/v1/participants/${(JSON.parse(json) as { id: string }).id}`);
     return okOfJson<z.infer<typeof Participant>, 201>(c, json, 201);
   })
   .openapi(listRoute, async (c) => {

@@ -1,7 +1,7 @@
 import { createRoute, type z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import { list, message, ok } from "../http/envelope.ts";
+import { list, locate, message, ok } from "../http/envelope.ts";
 import { notFound } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid } from "./fields.ts";
@@ -100,6 +100,7 @@ export function crudRoutes(spec: ResourceSpec) {
     .openapi(createOne, async (c) => {
       const values = c.req.valid("json") as Row;
       const row = await c.var.db.asTenant(c.var.principal, (sql) => table.insert(sql, values));
+      locate(c, `${c.req.path.replace(/\/+$/, "")}/${(row as { id: string }).id}`);
       return ok(c, row, 201);
     })
     .openapi(update("put"), (c) => updateOne(c, c.req.valid("param").id, c.req.valid("json")))
