@@ -54,6 +54,7 @@ async function seedTenant(label: string): Promise<Seeded> {
      values ($1, $2, 'u1', 'Ada', 'Lovelace', $3, $4, $5, $6)`,
     [tenant, instance, supergroup, subgroup, block, room],
   );
+  await t().admin("insert into photo_uploads (tenant_id, key) values ($1, $2)", [tenant, `${tenant}/upload-in-progress`]);
   return { tenant, user, instance, supergroup, subgroup, block, room };
 }
 
@@ -93,6 +94,10 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
       "insert into rooms (tenant_id, instance_id, block_id, room_number) values ($1, $2, $3, 'X')",
       [s.tenant, s.instance, s.block],
     ],
+  },
+  photo_uploads: {
+    column: "started_at",
+    insert: (s) => ["insert into photo_uploads (tenant_id, key) values ($1, $2)", [s.tenant, `${s.tenant}/intruder`]],
   },
   participants: {
     column: "first_name",

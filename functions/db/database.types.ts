@@ -293,6 +293,33 @@ export type Database = {
           },
         ];
       };
+      photo_uploads: {
+        Row: {
+          key: string;
+          started_at: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          key: string;
+          started_at?: string;
+          tenant_id?: string;
+        };
+        Update: {
+          key?: string;
+          started_at?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "photo_uploads_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
       rooms: {
         Row: {
           block_id: string;
