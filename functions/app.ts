@@ -13,6 +13,7 @@ import { bodyPolicy } from "./http/body-policy.ts";
 import { cors } from "./http/cors.ts";
 import { handleError } from "./http/error-handler.ts";
 import { newRouter } from "./http/openapi.ts";
+import { QueryRules } from "./http/query-rules.ts";
 import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
@@ -40,6 +41,7 @@ export interface AppDeps {
 export function createApp(deps: AppDeps) {
   const app = newRouter();
   const routeTable = new RouteTable(app as never);
+  const queryRules = new QueryRules(app as never);
   const origins = deps.config.CORS_ORIGINS?.split(",")
     .map((o) => o.trim())
     .filter(Boolean);
@@ -81,6 +83,7 @@ export function createApp(deps: AppDeps) {
       // No answer is to be sniffed into another type: a CSV cell or a JSON string must never run as HTML.
       c.header("X-Content-Type-Options", "nosniff");
       routeTable.check(c.req.method, c.req.path);
+      queryRules.check(c.req.method, c.req.path, Object.keys(c.req.queries()));
       await next();
     }),
   );

@@ -207,3 +207,38 @@ describe("/docs/", () => {
     expect(page.headers.get("content-type")).toMatch(/text\/html/);
   });
 });
+
+describe("strict query parameters", () => {
+  it("refuses a parameter the operation does not take, naming it, on lists, reads and writes", async () => {
+    const cases: Array<[string, string]> = [
+      ["GET", "/api/v1/instances?name=x"],
+      ["GET", `/api/v1/participants?instance_id=${camp.instanceId}&surname=Byron`],
+      ["GET", `/api/v1/instances/${camp.instanceId}?expand=all`],
+      ["GET", `/api/v1/participants/export.csv?instance_id=${camp.instanceId}&name=x`],
+      ["DELETE", `/api/v1/rooms/${camp.roomId}?name=x`],
+    ];
+    for (const [method, path] of cases) {
+      const res = await call(app, method, path, { key: tenant.admin.key });
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.code).toBe("VALIDATION_ERROR");
+      expect(
+        res.body.error.details.map((d: { field: string }) => d.field),
+        path,
+      ).toEqual([path.includes("expand") ? "expand" : path.includes("surname") ? "surname" : "name"]);
+    }
+    const created = await call(app, "POST", "/api/v1/instances?dry=1", { key: tenant.admin.key, body: { name: "Strict" } });
+    expect(created.status).toBe(400);
+    expect(created.body.error.details).toEqual([{ field: "dry", issue: "is not a query parameter of this operation" }]);
+  });
+
+  it("takes every parameter the operation declares", async () => {
+    const ok = await call(app, "GET", `/api/v1/rooms?instance_id=${camp.instanceId}&block_id=${camp.blockId}&limit=5&offset=0`, {
+      key: tenant.admin.key,
+    });
+    expect(ok.status).toBe(200);
+    const page = await call(app, "GET", `/api/v1/participants/export.csv?instance_id=${camp.instanceId}`, {
+      key: tenant.admin.key,
+    });
+    expect(page.status).toBe(200);
+  });
+});

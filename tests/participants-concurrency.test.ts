@@ -120,7 +120,7 @@ describe("participants under concurrency", () => {
     expect(fromPgError(error)?.status).toBe(409);
     await deleting.client.query("rollback");
 
-    const stored = await storedParticipant(t(), JSON.parse(participant).id);
+    const stored = await storedParticipant(t(), JSON.parse(participant.json).id);
     expect(stored).toMatchObject({ room_id: room, block_id: block, deleted_at: null });
     const roomRow = await t().admin("select deleted_at from public.rooms where id = $1", [room]);
     expect(roomRow.rows[0].deleted_at).toBeNull();

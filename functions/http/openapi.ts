@@ -40,19 +40,24 @@ export function listOf<T extends z.ZodType>(schema: T) {
 }
 
 /** The error responses a route can give, for its documentation. */
-export function errors(...statuses: Array<400 | 401 | 403 | 404 | 409 | 413 | 415 | 503>) {
+export function errors(...statuses: Array<400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 429 | 503>) {
   const descriptions: Record<number, string> = {
     400: "Validation error",
     401: "Missing or invalid credential",
     403: "Not allowed",
     404: "Not found in the caller's tenant",
     409: "Conflict",
+    412: "If-Match no longer matches the record's ETag; nothing was changed",
     413: "Payload too large",
+    429: "Rate limit spent; Retry-After says when to come back",
     415: "Unsupported media type",
     503: "Database unavailable",
   };
   return Object.fromEntries(statuses.map((s) => [s, json(ErrorSchema, descriptions[s] ?? "Error")]));
 }
+
+/** A GET whose If-None-Match names the record's current ETag: no body. */
+export const NOT_MODIFIED = { 304: { description: "Not modified: If-None-Match names the current ETag (no body)" } };
 
 /** Both credentials the API accepts, for the OpenAPI `security` of authenticated routes. */
 export const authenticated: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];

@@ -1,5 +1,6 @@
 import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../http/envelope.ts";
+import type { Precondition } from "../http/etag.ts";
 import { type CreateInput, type ListFilters, type UpdateInput, WRITABLE_FIELDS, type WritableField } from "./schemas.ts";
 
 /**
@@ -158,55 +159,79 @@ function assignments(input: Partial<Record<WritableField, unknown>>, firstParam:
   return out;
 }
 
-/** Creates the participant; returns it as the API writes it (JSON, from Postgres). */
-export async function createParticipant(sql: Sql, input: CreateInput): Promise<string> {
+/** A participant as the API writes it (JSON, from Postgres) with its row version, for its ETag. */
+export interface ParticipantJson {
+  json: string;
+  version: string;
+}
+
+/** `and t.xmin = any(...)` for an If-Match, as parameter `next`. */
+function matching(precondition: Precondition, next: number): [string, unknown[]] {
+  return Array.isArray(precondition) ? [` and t.xmin = any($${next}::text[]::xid[])`, [precondition]] : ["", []];
+}
+
+/** Creates the participant; returns it as the API writes it. */
+export async function createParticipant(sql: Sql, input: CreateInput): Promise<ParticipantJson> {
   const a = assignments(input, 1, "null");
-  const row = await sql.one<{ json: string }>(
+  const row = await sql.one<ParticipantJson>(
     `with p as (
        insert into public.participants (${a.columns.join(", ")}) values (${a.expressions.join(", ")})
-       returning *
+       returning *, xmin::text as _version
      )
-     select ${PARTICIPANT_JSON}::text as json from p`,
+     select ${PARTICIPANT_JSON}::text as json, p._version as version from p`,
     a.params,
   );
-  return (row as { json: string }).json;
+  return row as ParticipantJson;
 }
 
 /**
- * The live participant with this id as the JSON the API writes (Postgres
- * writes it, as for lists), or undefined (also for another tenant's id).
+ * The live participant with this id as the API writes it, or undefined (also
+ * for another tenant's id).
  */
-export async function getParticipant(sql: Sql, id: string): Promise<string | undefined> {
-  const row = await sql.one<{ json: string }>(
-    `select ${PARTICIPANT_JSON}::text as json from public.participants p where p.id = $1 and p.deleted_at is null`,
+export async function getParticipant(sql: Sql, id: string): Promise<ParticipantJson | undefined> {
+  return sql.one<ParticipantJson>(
+    `select ${PARTICIPANT_JSON}::text as json, p.xmin::text as version
+     from public.participants p where p.id = $1 and p.deleted_at is null`,
     [id],
   );
-  return row?.json;
+}
+
+/** Whether a live participant with this id exists in the tenant (to tell a failed If-Match from a missing one). */
+export async function participantExists(sql: Sql, id: string): Promise<boolean> {
+  return (await sql.one("select from public.participants where id = $1 and deleted_at is null", [id])) !== undefined;
 }
 
 /**
  * Changes the fields the client sent; returns the participant as the API
- * writes it (JSON), or undefined when there is no live participant with this id.
+ * writes it, or undefined when there is no live participant with this id or
+ * (with `precondition`) its version is not one of those given, checked in the
+ * update's own WHERE so that a write in between is never lost.
  */
-export async function updateParticipant(sql: Sql, id: string, input: UpdateInput): Promise<string | undefined> {
+export async function updateParticipant(
+  sql: Sql,
+  id: string,
+  input: UpdateInput,
+  precondition?: Precondition,
+): Promise<ParticipantJson | undefined> {
   const a = assignments(input, 2, "t.instance_id");
   const set = a.columns.map((column, i) => `${column} = ${a.expressions[i]}`).join(", ");
-  const row = await sql.one<{ json: string }>(
+  const [condition, extra] = matching(precondition, a.params.length + 2);
+  return sql.one<ParticipantJson>(
     `with p as (
-       update public.participants t set ${set} where t.id = $1 and t.deleted_at is null
-       returning t.*
+       update public.participants t set ${set} where t.id = $1 and t.deleted_at is null${condition}
+       returning t.*, t.xmin::text as _version
      )
-     select ${PARTICIPANT_JSON}::text as json from p`,
-    [id, ...a.params],
+     select ${PARTICIPANT_JSON}::text as json, p._version as version from p`,
+    [id, ...a.params, ...extra],
   );
-  return row?.json;
 }
 
-/** Soft delete; false when there is no live participant with this id. */
-export async function deleteParticipant(sql: Sql, id: string): Promise<boolean> {
+/** Soft delete; false when there is no live participant with this id (or `precondition` fails, as for update). */
+export async function deleteParticipant(sql: Sql, id: string, precondition?: Precondition): Promise<boolean> {
+  const [condition, extra] = matching(precondition, 2);
   const rows = await sql.query(
-    "update public.participants set deleted_at = now() where id = $1 and deleted_at is null returning id",
-    [id],
+    `update public.participants t set deleted_at = now() where t.id = $1 and t.deleted_at is null${condition} returning t.id`,
+    [id, ...extra],
   );
   return rows.length === 1;
 }

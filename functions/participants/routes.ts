@@ -2,9 +2,17 @@ import { createRoute, type z } from "@hono/zod-openapi";
 import { createMiddleware } from "hono/factory";
 import { listOfJson, locate, message, okOfJson } from "../http/envelope.ts";
 import { invalidField, notFound } from "../http/errors.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.ts";
+import { authenticated, dataOf, errors, json, listOf, MessageSchema, NOT_MODIFIED, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
-import { createParticipant, deleteParticipant, getParticipant, listParticipants, updateParticipant } from "./data.ts";
+import {
+  createParticipant,
+  deleteParticipant,
+  getParticipant,
+  listParticipants,
+  participantExists,
+  updateParticipant,
+} from "./data.ts";
 import { CreateBody, ListQuery, Participant, UpdateBody } from "./schemas.ts";
 
 const tags = ["participants"];
@@ -53,7 +61,7 @@ const get = createRoute({
   tags,
   security: authenticated,
   request: { params: IdParam },
-  responses: { 200: json(dataOf(Participant), "The participant"), ...errors(401, 404) },
+  responses: { 200: json(dataOf(Participant), "The participant"), ...NOT_MODIFIED, ...errors(401, 404) },
 });
 
 /** PUT and PATCH are the same partial update (DECISIONS.md). */
@@ -65,7 +73,7 @@ const update = (method: "put" | "patch") =>
     tags,
     security: authenticated,
     request: { params: IdParam, ...body(UpdateBody) },
-    responses: { 200: json(dataOf(Participant), "The participant as stored"), ...errors(400, 401, 404, 409) },
+    responses: { 200: json(dataOf(Participant), "The participant as stored"), ...errors(400, 401, 404, 409, 412) },
   });
 
 const remove = createRoute({
@@ -75,7 +83,7 @@ const remove = createRoute({
   tags,
   security: authenticated,
   request: { params: IdParam },
-  responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409) },
+  responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409, 412) },
 });
 
 export const participantRoutes = newRouter();
@@ -84,9 +92,10 @@ participantRoutes.use("/:id", uuidPath);
 participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
-    const json = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
-    locate(c, `/api/v1/participants/${(JSON.parse(json) as { id: string }).id}`);
-    return okOfJson<z.infer<typeof Participant>, 201>(c, json, 201);
+    const created = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
+    locate(c, `/api/v1/participants/${(JSON.parse(created.json) as { id: string }).id}`);
+    c.header("ETag", etagOf(created.version));
+    return okOfJson<z.infer<typeof Participant>, 201>(c, created.json, 201);
   })
   .openapi(listRoute, async (c) => {
     const filters = c.req.valid("query");
@@ -95,24 +104,35 @@ participantRoutes
   })
   .openapi(get, async (c) => {
     const id = c.req.valid("param").id;
-    const json = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id));
-    if (json === undefined) throw notFound("participant");
-    return okOfJson<z.infer<typeof Participant>>(c, json);
+    const found = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id));
+    if (found === undefined) throw notFound("participant");
+    const etag = etagOf(found.version);
+    c.header("ETag", etag);
+    if (notModified(c, etag)) return c.body(null, 304) as never;
+    return okOfJson<z.infer<typeof Participant>>(c, found.json);
   });
 
 for (const method of ["put", "patch"] as const) {
   participantRoutes.openapi(update(method), async (c) => {
     const id = c.req.valid("param").id;
     const input = c.req.valid("json");
-    const json = await c.var.db.asTenant(c.var.principal, (sql) => updateParticipant(sql, id, input));
-    if (json === undefined) throw notFound("participant");
-    return okOfJson<z.infer<typeof Participant>>(c, json);
+    const precondition = ifMatch(c);
+    const updated = await c.var.db.asTenant(c.var.principal, async (sql) => {
+      const result = await updateParticipant(sql, id, input, precondition);
+      if (result) return result;
+      throw precondition && (await participantExists(sql, id)) ? preconditionFailed() : notFound("participant");
+    });
+    c.header("ETag", etagOf(updated.version));
+    return okOfJson<z.infer<typeof Participant>>(c, updated.json);
   });
 }
 
 participantRoutes.openapi(remove, async (c) => {
   const id = c.req.valid("param").id;
-  const deleted = await c.var.db.asTenant(c.var.principal, (sql) => deleteParticipant(sql, id));
-  if (!deleted) throw notFound("participant");
+  const precondition = ifMatch(c);
+  await c.var.db.asTenant(c.var.principal, async (sql) => {
+    if (await deleteParticipant(sql, id, precondition)) return;
+    throw precondition && (await participantExists(sql, id)) ? preconditionFailed() : notFound("participant");
+  });
   return message(c, "participant deleted");
 });

@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { notFound } from "../http/errors.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.ts";
+import { authenticated, dataOf, errors, json, listOf, MessageSchema, NOT_MODIFIED, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid } from "./fields.ts";
 import type { SoftDeleteTable } from "./table.ts";
 
@@ -51,7 +52,7 @@ export function crudRoutes(spec: ResourceSpec) {
     path: "/{id}",
     summary: `Get one ${noun}`,
     request,
-    responses: { 200: record, ...errors(401, 404) },
+    responses: { 200: record, ...NOT_MODIFIED, ...errors(401, 404) },
   });
   const createOne = createRoute({
     ...route,
@@ -68,7 +69,7 @@ export function crudRoutes(spec: ResourceSpec) {
       path: "/{id}",
       summary: `Update a ${noun} (PUT and PATCH alike change only the fields sent)`,
       request: { ...request, body: body(spec.update) },
-      responses: { 200: record, ...errors(400, 401, 404, 409) },
+      responses: { 200: record, ...errors(400, 401, 404, 409, 412) },
     });
   const deleteOne = createRoute({
     ...route,
@@ -76,7 +77,7 @@ export function crudRoutes(spec: ResourceSpec) {
     path: "/{id}",
     summary: `Delete a ${noun} (soft; refused while anything live refers to it)`,
     request,
-    responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409) },
+    responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409, 412) },
   });
 
   /** The path id, or 404 when it cannot name a record. */
@@ -93,29 +94,41 @@ export function crudRoutes(spec: ResourceSpec) {
     })
     .openapi(getRoute, async (c) => {
       const id = pathId(c.req.valid("param").id);
-      const row = await c.var.db.asTenant(c.var.principal, (sql) => table.get(sql, id));
-      if (!row) throw notFound(noun);
-      return ok(c, row);
+      const found = await c.var.db.asTenant(c.var.principal, (sql) => table.get(sql, id));
+      if (!found) throw notFound(noun);
+      const etag = etagOf(found.version);
+      c.header("ETag", etag);
+      if (notModified(c, etag)) return c.body(null, 304) as never;
+      return ok(c, found.row as Row);
     })
     .openapi(createOne, async (c) => {
       const values = c.req.valid("json") as Row;
-      const row = await c.var.db.asTenant(c.var.principal, (sql) => table.insert(sql, values));
-      locate(c, `${c.req.path.replace(/\/+$/, "")}/${(row as { id: string }).id}`);
-      return ok(c, row, 201);
+      const created = await c.var.db.asTenant(c.var.principal, (sql) => table.insert(sql, values));
+      locate(c, `${c.req.path.replace(/\/+$/, "")}/${(created.row as { id: string }).id}`);
+      c.header("ETag", etagOf(created.version));
+      return ok(c, created.row as Row, 201);
     })
     .openapi(update("put"), (c) => updateOne(c, c.req.valid("param").id, c.req.valid("json")))
     .openapi(update("patch"), (c) => updateOne(c, c.req.valid("param").id, c.req.valid("json")))
     .openapi(deleteOne, async (c) => {
       const id = pathId(c.req.valid("param").id);
-      const deleted = await c.var.db.asTenant(c.var.principal, (sql) => table.softDelete(sql, id));
-      if (!deleted) throw notFound(noun);
+      const precondition = ifMatch(c);
+      await c.var.db.asTenant(c.var.principal, async (sql) => {
+        if (await table.softDelete(sql, id, precondition)) return;
+        throw precondition && (await table.exists(sql, id)) ? preconditionFailed() : notFound(noun);
+      });
       return message(c, `${noun} deleted`);
     });
 
   async function updateOne(c: Context<AppEnv>, rawId: string, values: unknown) {
     const id = pathId(rawId);
-    const row = await c.var.db.asTenant(c.var.principal, (sql) => table.update(sql, id, values as Row));
-    if (!row) throw notFound(noun);
-    return ok(c, row);
+    const precondition = ifMatch(c);
+    const updated = await c.var.db.asTenant(c.var.principal, async (sql) => {
+      const result = await table.update(sql, id, values as Row, precondition);
+      if (result) return result;
+      throw precondition && (await table.exists(sql, id)) ? preconditionFailed() : notFound(noun);
+    });
+    c.header("ETag", etagOf(updated.version));
+    return ok(c, updated.row as Row);
   }
 }

@@ -1,6 +1,7 @@
 import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
 import type { ListMeta } from "../http/envelope.ts";
+import type { Precondition } from "../http/etag.ts";
 
 export interface TableSpec {
   /** Schema-qualified table, e.g. `public.blocks`. */
@@ -11,6 +12,12 @@ export interface TableSpec {
   writable: readonly string[];
   /** Columns a list may be filtered on (equality). */
   filters: readonly string[];
+}
+
+/** A record with its row version, from which its ETag is made (http/etag.ts). */
+export interface Versioned<Row> {
+  row: Row;
+  version: string;
 }
 
 export interface Page<Row> {
@@ -44,10 +51,28 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
   const writable = identifiers(spec.writable);
   const filters = identifiers(spec.filters);
   const returning = identifiers(spec.columns).join(", ");
+  const withVersion = `${returning}, xmin::text as _version`;
+  const versioned = (found: (Row & { _version: string }) | undefined): Versioned<Row> | undefined => {
+    if (!found) return undefined;
+    const { _version: version, ...row } = found;
+    return { row: row as unknown as Row, version };
+  };
+  /** `and xmin = any(...)` for an If-Match, as the next parameter. */
+  const matching = (precondition: Precondition, next: number): [string, unknown[]] =>
+    Array.isArray(precondition) ? [` and xmin = any($${next}::text[]::xid[])`, [precondition]] : ["", []];
 
   return {
-    async get(sql: Sql, id: string): Promise<Row | undefined> {
-      return sql.one<Row>(`select ${returning} from ${table} where id = $1 and deleted_at is null`, [id]);
+    async get(sql: Sql, id: string): Promise<Versioned<Row> | undefined> {
+      return versioned(
+        await sql.one<Row & { _version: string }>(`select ${withVersion} from ${table} where id = $1 and deleted_at is null`, [
+          id,
+        ]),
+      );
+    },
+
+    /** Whether a live row with this id exists in the tenant (to tell a failed If-Match from a missing record). */
+    async exists(sql: Sql, id: string): Promise<boolean> {
+      return (await sql.one(`select from ${table} where id = $1 and deleted_at is null`, [id])) !== undefined;
     },
 
     async list(sql: Sql, given: Record<string, unknown>, page: { limit: number; offset: number }): Promise<Page<Row>> {
@@ -62,32 +87,47 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
       });
     },
 
-    async insert(sql: Sql, values: Record<string, unknown>): Promise<Row> {
+    async insert(sql: Sql, values: Record<string, unknown>): Promise<Versioned<Row>> {
       const [names, params] = pick(writable, values);
       const placeholders = params.map((_, i) => `$${i + 1}`).join(", ");
-      const row = await sql.one<Row>(
-        `insert into ${table} (${names.join(", ")}) values (${placeholders}) returning ${returning}`,
+      const row = await sql.one<Row & { _version: string }>(
+        `insert into ${table} (${names.join(", ")}) values (${placeholders}) returning ${withVersion}`,
         params,
       );
-      return row as Row;
+      return versioned(row) as Versioned<Row>;
     },
 
-    /** The updated row, or undefined when there is no live row with this id in the tenant. */
-    async update(sql: Sql, id: string, values: Record<string, unknown>): Promise<Row | undefined> {
+    /**
+     * The updated row, or undefined when there is no live row with this id in
+     * the tenant or (with `precondition`) its version is not one of those given.
+     * The version is checked in the update's own WHERE, so a write that came in
+     * between makes it match nothing rather than be lost.
+     */
+    async update(
+      sql: Sql,
+      id: string,
+      values: Record<string, unknown>,
+      precondition?: Precondition,
+    ): Promise<Versioned<Row> | undefined> {
       const [names, params] = pick(writable, values);
       // An empty change still goes through the triggers (archived instance, moves), like any write.
       const set = names.length > 0 ? names.map((name, i) => `${name} = $${i + 2}`).join(", ") : "updated_at = now()";
-      return sql.one<Row>(`update ${table} set ${set} where id = $1 and deleted_at is null returning ${returning}`, [
-        id,
-        ...params,
-      ]);
+      const [condition, extra] = matching(precondition, params.length + 2);
+      return versioned(
+        await sql.one<Row & { _version: string }>(
+          `update ${table} set ${set} where id = $1 and deleted_at is null${condition} returning ${withVersion}`,
+          [id, ...params, ...extra],
+        ),
+      );
     },
 
-    /** Whether a live row was deleted; a row still referenced makes the database refuse (409). */
-    async softDelete(sql: Sql, id: string): Promise<boolean> {
-      const rows = await sql.query(`update ${table} set deleted_at = now() where id = $1 and deleted_at is null returning id`, [
-        id,
-      ]);
+    /** Whether a live row was deleted (`precondition` as for update); a row still referenced makes the database refuse (409). */
+    async softDelete(sql: Sql, id: string, precondition?: Precondition): Promise<boolean> {
+      const [condition, extra] = matching(precondition, 2);
+      const rows = await sql.query(
+        `update ${table} set deleted_at = now() where id = $1 and deleted_at is null${condition} returning id`,
+        [id, ...extra],
+      );
       return rows.length === 1;
     },
   };
