@@ -12,6 +12,7 @@ import { healthRoutes } from "./health/routes.ts";
 import { bodyPolicy } from "./http/body-policy.ts";
 import { cors } from "./http/cors.ts";
 import { handleError } from "./http/error-handler.ts";
+import { idempotency } from "./http/idempotency.ts";
 import { newRouter } from "./http/openapi.ts";
 import { QueryRules } from "./http/query-rules.ts";
 import { requestId } from "./http/request-id.ts";
@@ -36,7 +37,8 @@ export interface AppDeps {
 /**
  * The whole HTTP service, independent of the runtime: the Node server and the
  * Edge Function both serve `createApp(...).fetch`.
- * Order: request id → CORS → context → 404/405 → body policy → auth (under /api/v1) → route.
+ * Order: request id → CORS → context → 404/405 and strict queries → body policy →
+ * auth (under /api/v1) → idempotent retries (keyed POSTs) → route.
  */
 export function createApp(deps: AppDeps) {
   const app = newRouter();
@@ -91,6 +93,7 @@ export function createApp(deps: AppDeps) {
   // Public documentation (openapi.json, /docs): mounted before authentication, whose chain it ends.
   mountDocs(app);
   app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config)));
+  app.use("/api/v1/*", idempotency());
 
   const photoStore = deps.photoStore ?? defaultPhotoStore(deps.config);
   app.route("/", healthRoutes(photoStore));

@@ -86,35 +86,41 @@ describe("camp photos sweep", () => {
     expect(store.objects.has(await photoKeyOf(live))).toBe(true);
   });
 
-  it("keeps the object of an upload that is stored but not yet committed, and that upload then commits a working photo", async () => {
-    const store = new MemoryPhotoStore();
-    const app = photoApp(t().db, store);
-    const id = await newParticipant(t(), tenant.tenantId, instanceId);
+  it.each([
+    ["", {}],
+    [" (sent with an Idempotency-Key, so the request is one transaction)", { "Idempotency-Key": "sweep-race" }],
+  ])(
+    "keeps the object of an upload that is stored but not yet committed%s, and that upload then commits a working photo",
+    async (_, headers) => {
+      const store = new MemoryPhotoStore();
+      const app = photoApp(t().db, store);
+      const id = await newParticipant(t(), tenant.tenantId, instanceId);
 
-    // Hold the participant's row: the upload stores its object, then waits to point the row at it.
-    const holder = new pg.Client({ connectionString: t().url });
-    await holder.connect();
-    try {
-      await holder.query("begin");
-      await holder.query("select from participants where id = $1 for update", [id]);
-      const uploading = upload(app, tenant.admin.key, id, await image("jpeg"));
-      for (let i = 0; i < 200 && store.objects.size === 0; i++) await new Promise((r) => setTimeout(r, 25));
-      const [pending] = [...store.objects.keys()].filter((k) => k.includes(id));
-      expect(pending).toBeDefined();
+      // Hold the participant's row: the upload stores its object, then waits to point the row at it.
+      const holder = new pg.Client({ connectionString: t().url });
+      await holder.connect();
+      try {
+        await holder.query("begin");
+        await holder.query("select from participants where id = $1 for update", [id]);
+        const uploading = upload(app, tenant.admin.key, id, await image("jpeg"), { headers });
+        for (let i = 0; i < 200 && store.objects.size === 0; i++) await new Promise((r) => setTimeout(r, 25));
+        const [pending] = [...store.objects.keys()].filter((k) => k.includes(id));
+        expect(pending).toBeDefined();
 
-      const report = await sweepPhotos(t().db, store, { olderThanDays: 30 });
-      expect(report.orphaned).not.toContain(pending);
-      expect(store.objects.has(pending as string)).toBe(true);
+        const report = await sweepPhotos(t().db, store, { olderThanDays: 30 });
+        expect(report.orphaned).not.toContain(pending);
+        expect(store.objects.has(pending as string)).toBe(true);
 
-      await holder.query("commit");
-      expect((await uploading).status).toBe(200);
-      expect(await photoKeyOf(id)).toBe(pending);
-      await sweepPhotos(t().db, store, { olderThanDays: 30 });
-      expect(store.objects.has(pending as string)).toBe(true);
-    } finally {
-      await holder.end();
-    }
-  });
+        await holder.query("commit");
+        expect((await uploading).status).toBe(200);
+        expect(await photoKeyOf(id)).toBe(pending);
+        await sweepPhotos(t().db, store, { olderThanDays: 30 });
+        expect(store.objects.has(pending as string)).toBe(true);
+      } finally {
+        await holder.end();
+      }
+    },
+  );
 
   it("never deletes an object a committed row points at, with uploads and sweeps running side by side", async () => {
     const store = new MemoryPhotoStore();

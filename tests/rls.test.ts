@@ -55,6 +55,10 @@ async function seedTenant(label: string): Promise<Seeded> {
     [tenant, instance, supergroup, subgroup, block, room],
   );
   await t().admin("insert into photo_uploads (tenant_id, key) values ($1, $2)", [tenant, `${tenant}/upload-in-progress`]);
+  await t().admin(
+    "insert into idempotency_keys (tenant_id, user_id, key, request_hash, status, body) values ($1, $2, 'retry-1', 'h', 201, '{}')",
+    [tenant, user],
+  );
   return { tenant, user, instance, supergroup, subgroup, block, room };
 }
 
@@ -93,6 +97,13 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
     insert: (s) => [
       "insert into rooms (tenant_id, instance_id, block_id, room_number) values ($1, $2, $3, 'X')",
       [s.tenant, s.instance, s.block],
+    ],
+  },
+  idempotency_keys: {
+    column: "expires_at",
+    insert: (s) => [
+      "insert into idempotency_keys (tenant_id, user_id, key, request_hash, status, body) values ($1, $2, 'intruder', 'h', 201, '{}')",
+      [s.tenant, s.user],
     ],
   },
   photo_uploads: {

@@ -126,10 +126,17 @@ const scopeSettings = (claims: string) =>
  * tenant scope. Handlers never filter by tenant themselves; the RLS policies
  * do it from the claims set here.
  */
+/** The transaction-local claims of a tenant scope: the API role, the tenant, the user and their role. */
+function claimsOf(principal: Pick<Principal, "tenantId" | "userId" | "role">): string {
+  return JSON.stringify({ role: API_ROLE, tenant_id: principal.tenantId, sub: principal.userId, app_role: principal.role });
+}
+
 export class Database {
   readonly pool: pg.Pool;
   /** Transactions opened with an API-key lookup, waiting for their request's first asTenant. */
   private readonly openScopes = new WeakMap<object, pg.PoolClient>();
+  /** Transactions that span a whole request (withRequestTransaction): asTenant joins them. */
+  private readonly requestScopes = new WeakMap<object, pg.PoolClient>();
 
   /**
    * Whether to use named statements. Off behind a transaction-mode pooler that
@@ -166,13 +173,16 @@ export class Database {
    * used, so this works behind a transaction-mode pooler. Serialization
    * failures and deadlocks are retried; `work` must therefore be safe to rerun.
    */
-  async asTenant<T>(principal: Pick<Principal, "tenantId" | "userId" | "role">, work: (sql: Sql) => Promise<T>) {
-    const claims = JSON.stringify({
-      role: API_ROLE,
-      tenant_id: principal.tenantId,
-      sub: principal.userId,
-      app_role: principal.role,
-    });
+  async asTenant<T>(
+    principal: Pick<Principal, "tenantId" | "userId" | "role">,
+    work: (sql: Sql) => Promise<T>,
+    options: { ownTransaction?: boolean } = {},
+  ) {
+    const claims = claimsOf(principal);
+    // Inside withRequestTransaction, work joins the request's transaction,
+    // unless it must be seen by others before the request ends (ownTransaction).
+    const shared = options.ownTransaction ? undefined : this.requestScopes.get(principal);
+    if (shared) return work(wrap(shared, this.prepare));
     for (let attempt = 1; ; attempt++) {
       // The request's key lookup may already have opened this scope (authenticateApiKey).
       const open = attempt === 1 ? this.takeOpenScope(principal) : undefined;
@@ -197,6 +207,39 @@ export class Database {
       } finally {
         client.release(broken);
       }
+    }
+  }
+
+  /**
+   * Runs `work` in one tenant transaction that every asTenant for this
+   * principal joins until it ends, so that what a whole request writes and
+   * what is recorded about it commit together (idempotency). `work` says
+   * whether to commit; a throw rolls back. Not retried: the request's route
+   * ran inside it.
+   */
+  async withRequestTransaction<T>(
+    principal: Pick<Principal, "tenantId" | "userId" | "role">,
+    work: (sql: Sql) => Promise<{ commit: boolean; result: T }>,
+  ): Promise<T> {
+    const open = this.takeOpenScope(principal);
+    const client = open ?? (await this.pool.connect());
+    let broken = false;
+    try {
+      if (!open) {
+        await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(principal)))}`);
+      }
+      this.requestScopes.set(principal, client);
+      const { commit, result } = await work(wrap(client, this.prepare));
+      await client.query(commit ? "commit" : "rollback");
+      return result;
+    } catch (error) {
+      await client.query("rollback").catch(() => {
+        broken = true;
+      });
+      throw error;
+    } finally {
+      this.requestScopes.delete(principal);
+      client.release(broken);
     }
   }
 

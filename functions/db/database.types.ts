@@ -92,6 +92,58 @@ export type Database = {
           },
         ];
       };
+      idempotency_keys: {
+        Row: {
+          body: string;
+          created_at: string;
+          expires_at: string;
+          headers: NonNullable<Json>;
+          key: string;
+          request_hash: string;
+          status: number;
+          tenant_id: string;
+          user_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          body: string;
+          created_at?: string;
+          expires_at?: string;
+          headers?: NonNullable<Json>;
+          key: string;
+          request_hash: string;
+          status: number;
+          tenant_id?: string;
+          user_id: string;
+        };
+        Update: {
+          body?: string;
+          created_at?: string;
+          expires_at?: string;
+          headers?: NonNullable<Json>;
+          key?: string;
+          request_hash?: string;
+          status?: number;
+          tenant_id?: string;
+          user_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "idempotency_keys_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
+          },
+          {
+            foreignKeyName: "idempotency_keys_user_id_fkey";
+            columns: ["tenant_id", "user_id"];
+            isOneToOne: false;
+            referencedRelation: "users";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
       instances: {
         Row: {
           created_at: string;

@@ -103,7 +103,8 @@ export async function savePhoto(ctx: PhotoContext, participantId: string, photo:
     sha256: photo.sha256,
     link,
   };
-  await ctx.db.asTenant(ctx.principal, (sql) => beginUpload(sql, record.key));
+  // Committed before the object is written, even when the rest of the request is one transaction (idempotency).
+  await ctx.db.asTenant(ctx.principal, (sql) => beginUpload(sql, record.key), { ownTransaction: true });
   let replaced: string | null;
   try {
     await storeCall(() => ctx.store.put(record.key, photo.bytes, photo.contentType));

@@ -61,14 +61,14 @@ export function upload(
   key: string,
   userId: string,
   photo: Uint8Array | Part[],
-  options: { query?: string } = {},
+  options: { query?: string; headers?: Record<string, string> } = {},
 ): Promise<CallResult> {
   const parts = photo instanceof Uint8Array ? [{ name: "photo", data: photo, filename: "photo.jpg", type: "image/jpeg" }] : photo;
   const { body, contentType } = multipart(parts);
   return call(app, "POST", `/api/v1/photos/user/${encodeURIComponent(userId)}${options.query ?? ""}`, {
     key,
     raw: new Uint8Array(body),
-    headers: { "Content-Type": contentType, "Content-Length": String(body.length) },
+    headers: { "Content-Type": contentType, "Content-Length": String(body.length), ...options.headers },
   });
 }
 

@@ -1,0 +1,107 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { bytesToHex } from "@noble/hashes/utils.js";
+import type { Context } from "hono";
+import { createMiddleware } from "hono/factory";
+import type { AppEnv } from "../app-env.ts";
+import type { Sql } from "../db/database.ts";
+import { conflict, invalidField } from "./errors.ts";
+
+const HEADER = "Idempotency-Key";
+const KEY = /^[\x21-\x7e]{1,255}$/;
+/** The answer's headers a replay repeats; the rest (request id, rate limits) are the retry's own. */
+const KEPT_HEADERS = ["content-type", "location", "etag"];
+/** Expired keys of the tenant removed by each keyed request, so the table never grows without bound. */
+const PRUNE_BATCH = 20;
+
+interface Stored {
+  request_hash: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Safe retries of POSTs (DECISIONS.md, "Conventions"). With an
+ * Idempotency-Key, the whole request runs in one tenant transaction
+ * (Database.withRequestTransaction) that also stores its answer under the
+ * key, for the tenant and the calling user, for 24 hours: the answer is
+ * stored exactly when the write commits. A retry with the same key and the
+ * same request gets that answer with `Idempotent-Replayed: true` and writes
+ * nothing; the same key with another request, or while the first still runs
+ * (an advisory lock held by its transaction), is 409. An error answer is not
+ * stored: its transaction wrote nothing, so a retry runs again.
+ */
+export function idempotency() {
+  return createMiddleware<AppEnv>(async (c, next) => {
+    const key = c.req.header(HEADER);
+    if (c.req.method !== "POST" || key === undefined) return next();
+    if (!KEY.test(key)) throw invalidField(HEADER, "must be 1 to 255 visible ASCII characters");
+    const requestHash = await fingerprint(c);
+    const { principal, db } = c.var;
+
+    return db.withRequestTransaction(principal, async (sql) => {
+      const [lock] = await sql.query<{ free: boolean }>("select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as free", [
+        `idempotency/${principal.tenantId}/${principal.userId}/${key}`,
+      ]);
+      if (!lock?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);
+      const stored = await sql.one<Stored>(
+        `select request_hash, status, headers, body from public.idempotency_keys
+         where user_id = $1 and key = $2 and expires_at > now()`,
+        [principal.userId, key],
+      );
+      if (stored) {
+        if (stored.request_hash !== requestHash) {
+          throw conflict(`this ${HEADER} was used for a different request (method, path or body) in the last 24 hours`);
+        }
+        return { commit: false, result: replay(stored) };
+      }
+
+      await next();
+      const response = c.res;
+      if (response.status < 200 || response.status >= 300) return { commit: false, result: undefined };
+      await record(sql, principal.userId, key, requestHash, response);
+      return { commit: true, result: undefined };
+    });
+  });
+}
+
+/** What makes two requests the same: method, path, query, content type and body bytes. */
+async function fingerprint(c: Context<AppEnv>): Promise<string> {
+  const url = new URL(c.req.url);
+  const body = new Uint8Array(await c.req.arrayBuffer());
+  // The route reads the raw request; give it the bytes read here.
+  c.req.raw = new Request(c.req.raw.url, { method: c.req.method, headers: c.req.raw.headers, body });
+  const head = new TextEncoder().encode(
+    `${c.req.method} ${url.pathname}?${url.searchParams} ${c.req.header("content-type") ?? ""}\n`,
+  );
+  return bytesToHex(sha256.create().update(head).update(body).digest());
+}
+
+async function record(sql: Sql, userId: string, key: string, requestHash: string, response: Response): Promise<void> {
+  const headers = Object.fromEntries(
+    KEPT_HEADERS.flatMap((name) => {
+      const value = response.headers.get(name);
+      return value === null ? [] : [[name, value]];
+    }),
+  );
+  const body = await response.clone().text();
+  await sql.query(
+    `with pruned as (
+       delete from public.idempotency_keys
+       where ctid in (select ctid from public.idempotency_keys where expires_at <= now() limit ${PRUNE_BATCH})
+     )
+     insert into public.idempotency_keys (user_id, key, request_hash, status, headers, body)
+     values ($1, $2, $3, $4, $5, $6)
+     on conflict (tenant_id, user_id, key) do update
+       set request_hash = excluded.request_hash, status = excluded.status, headers = excluded.headers,
+           body = excluded.body, created_at = now(), expires_at = now() + interval '24 hours'
+       where public.idempotency_keys.expires_at <= now()`,
+    [userId, key, requestHash, response.status, JSON.stringify(headers), body],
+  );
+}
+
+function replay(stored: Stored): Response {
+  const headers = new Headers(stored.headers);
+  headers.set("Idempotent-Replayed", "true");
+  return new Response(stored.body, { status: stored.status, headers });
+}
