@@ -212,7 +212,8 @@ describe("GET /api/v1/participants", () => {
     ["n t", ["at_3"]],
     ["100%", ["100%_real"]],
     ["t_3", ["at_3"]],
-    ["%", ["100%_real"]],
+    // Punctuation is ignored, so a term of punctuation alone finds nobody.
+    ["%", []],
     ["nobody", []],
   ])("searches names and user_id case-insensitively with q=%s", async (q, expected) => {
     const res = await call(app, "GET", `${BASE}?q=${encodeURIComponent(q)}`, { key });
@@ -225,6 +226,33 @@ describe("GET /api/v1/participants", () => {
     expect((await call(app, "GET", `${BASE}?q=`, { key })).body.meta.total).toBe(PEOPLE.length);
     const res = await call(app, "GET", `${BASE}?q=o&status=active&instance_id=${other.instanceId}`, { key });
     expect(res.body.data.map((p: Person) => p.user_id)).toEqual(["kj-4", "100%_real"]);
+  });
+
+  it("ignores accents, case and punctuation, as people type names, and stays in the tenant", async () => {
+    const people = [
+      { user_id: "es-1", first_name: "José", surname: "Müller" },
+      { user_id: "ie-1", first_name: "Siobhán", surname: "O'Connor" },
+      { user_id: "fr-1", first_name: "Zoë", surname: "Ångström-Lefèvre" },
+    ];
+    const own = await newTenant(t().db);
+    const ownCamp = await addCampStructure(t(), own.tenantId, "Accents");
+    for (const person of people) {
+      const res = await call(app, "POST", BASE, { key: own.admin.key, body: { ...person, instance_id: ownCamp.instanceId } });
+      expect(res.status).toBe(201);
+    }
+    const find = async (q: string, as = own.admin.key) =>
+      (await call(app, "GET", `${BASE}?q=${encodeURIComponent(q)}`, { key: as })).body.data.map((p: Person) => p.user_id);
+    expect(await find("jose")).toEqual(["es-1"]);
+    expect(await find("JOSÉ")).toEqual(["es-1"]);
+    expect(await find("muller")).toEqual(["es-1"]);
+    expect(await find("oconnor")).toEqual(["ie-1"]);
+    expect(await find("o'connor")).toEqual(["ie-1"]);
+    expect(await find("siobhan")).toEqual(["ie-1"]);
+    expect(await find("zoe")).toEqual(["fr-1"]);
+    expect(await find("angstromlefevre")).toEqual(["fr-1"]);
+    expect(await find("angstrom lefevre")).toEqual(["fr-1"]);
+    // Another tenant's search never sees these people.
+    expect(await find("jose", key)).toEqual([]);
   });
 
   it("never matches a term across two fields", async () => {

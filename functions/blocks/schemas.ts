@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { idField, idFilter, optionalLongText, pagination, requiredText } from "../resources/fields.ts";
+import { idField, idFilter, optionalLongText, requiredText } from "../resources/fields.ts";
+import { listing } from "../resources/listing.ts";
 
 const BlockFields = z.object({
   name: requiredText().openapi({ description: "Unique within the instance, ignoring case and surrounding spaces." }),
@@ -12,4 +13,4 @@ export const WritableBlockFields = Object.keys(BlockFields.shape);
 export const CreateBlock = BlockFields.openapi("CreateBlock");
 export const UpdateBlock = updateOf(BlockFields).openapi("UpdateBlock");
 export const Block = recordOf(BlockFields).openapi("Block");
-export const BlockQuery = z.object({ instance_id: idFilter(), ...pagination(100) });
+export const BlockQuery = z.object({ instance_id: idFilter(), ...listing(["name", "created_at", "updated_at"], 100) });

@@ -219,6 +219,7 @@ export type Database = {
           room_number: string | null;
           school_institute: string | null;
           school_year: string | null;
+          search_key: string | null;
           status: string;
           sub_group_id: string | null;
           super_group_id: string | null;
@@ -252,6 +253,7 @@ export type Database = {
           room_number?: string | null;
           school_institute?: string | null;
           school_year?: string | null;
+          search_key?: never;
           status?: string;
           sub_group_id?: string | null;
           super_group_id?: string | null;
@@ -284,6 +286,7 @@ export type Database = {
           room_number?: string | null;
           school_institute?: string | null;
           school_year?: string | null;
+          search_key?: never;
           status?: string;
           sub_group_id?: string | null;
           super_group_id?: string | null;

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { idField, idFilter, optionalLongText, pagination, requiredText } from "../resources/fields.ts";
+import { idField, idFilter, optionalLongText, requiredText } from "../resources/fields.ts";
+import { listing } from "../resources/listing.ts";
 
 /** The fields supergroups and subgroups share; `type` defaults (in the database) to the kind of group. */
 const groupFields = (defaultType: "supergroup" | "subgroup") => ({
@@ -24,10 +25,15 @@ export const WritableSupergroupFields = Object.keys(SupergroupFields.shape);
 export const CreateSupergroup = SupergroupFields.openapi("CreateSupergroup");
 export const UpdateSupergroup = updateOf(SupergroupFields).openapi("UpdateSupergroup");
 export const Supergroup = recordOf(SupergroupFields).openapi("Supergroup");
-export const SupergroupQuery = z.object({ instance_id: idFilter(), ...pagination(100) });
+const GROUP_SORT = ["name", "type", "created_at", "updated_at"];
+export const SupergroupQuery = z.object({ instance_id: idFilter(), ...listing(GROUP_SORT, 100) });
 
 export const WritableSubgroupFields = Object.keys(SubgroupFields.shape);
 export const CreateSubgroup = SubgroupFields.openapi("CreateSubgroup");
 export const UpdateSubgroup = updateOf(SubgroupFields).openapi("UpdateSubgroup");
 export const Subgroup = recordOf(SubgroupFields).openapi("Subgroup");
-export const SubgroupQuery = z.object({ instance_id: idFilter(), parent_supergroup_id: idFilter(), ...pagination(100) });
+export const SubgroupQuery = z.object({
+  instance_id: idFilter(),
+  parent_supergroup_id: idFilter(),
+  ...listing(GROUP_SORT, 100),
+});

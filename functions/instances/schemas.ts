@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { optionalDate, optionalLongText, optionalText, pagination, requiredText } from "../resources/fields.ts";
+import { optionalDate, optionalLongText, optionalText, requiredText } from "../resources/fields.ts";
+import { listing } from "../resources/listing.ts";
 
 export const InstanceStatus = z.enum(["upcoming", "active", "completed", "archived"]);
 
@@ -28,4 +29,7 @@ export const WritableInstanceFields = Object.keys(InstanceFields.shape);
 export const CreateInstance = InstanceFields.superRefine(datesInOrder).openapi("CreateInstance");
 export const UpdateInstance = updateOf(InstanceFields).superRefine(datesInOrder).openapi("UpdateInstance");
 export const Instance = recordOf(InstanceFields).openapi("Instance");
-export const InstanceQuery = z.object({ status: InstanceStatus.optional(), ...pagination(100) });
+export const InstanceQuery = z.object({
+  status: InstanceStatus.optional(),
+  ...listing(["name", "status", "start_date", "end_date", "location", "created_at", "updated_at"], 100),
+});

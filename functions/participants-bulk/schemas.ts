@@ -17,8 +17,8 @@ export const BulkBody = z
   })
   .openapi("ParticipantBulkCreate");
 
-/** The list's filters without paging: an export has every matching row. */
-export const ExportQuery = ListQuery.omit({ limit: true, offset: true });
+/** The list's filters without paging or sync options: an export has every matching live row, in list order. */
+export const ExportQuery = ListQuery.omit({ limit: true, offset: true, sort: true, updated_since: true, include_deleted: true });
 
 export const ImportQuery = z.object({
   instance_id: idField().openapi({ description: "The instance the participants join" }),

@@ -1,6 +1,7 @@
 import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../http/envelope.ts";
 import type { Precondition } from "../http/etag.ts";
+import { orderBy } from "../resources/listing.ts";
 import { type CreateInput, type ListFilters, type UpdateInput, WRITABLE_FIELDS, type WritableField } from "./schemas.ts";
 
 /**
@@ -57,7 +58,7 @@ const namesOfInstance = (instance: string) => ({
  * that is not a string would need json_build_object again
  * (tests/participants-list.test.ts fails when the Participant schema gets one).
  */
-function participantJson([supergroup, subgroup, block, room]: NameExpressions): string {
+function participantJson([supergroup, subgroup, block, room]: NameExpressions, options: { deletedAt?: boolean } = {}): string {
   const fields: Array<[key: string, text: string]> = [
     ["id", "p.id::text"],
     ["instance_id", "p.instance_id::text"],
@@ -87,6 +88,7 @@ function participantJson([supergroup, subgroup, block, room]: NameExpressions): 
     ["subgroup_name", subgroup],
     ["block_name", block],
     ["room_name", room],
+    ...(options.deletedAt ? [["deleted_at", isoTimestamp("p.deleted_at")] as [string, string]] : []),
   ];
   const keys = fields.map(([key]) => key).join(",");
   return `json_object('{${keys}}'::text[], array[${fields.map(([, text]) => text).join(", ")}])`;
@@ -236,9 +238,6 @@ export async function deleteParticipant(sql: Sql, id: string, precondition?: Pre
   return rows.length === 1;
 }
 
-/** `%`, `_` and `\` in a search term match themselves. */
-const likePattern = (term: string) => `%${term.replace(/[\\%_]/g, "\\$&")}%`;
-
 /** Filters that are plain equality on a participant column. */
 const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_id", "block_id", "room_id"] as const;
 
@@ -247,13 +246,16 @@ const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_
  * private.search_participant_ids, where the trigram index can serve it (under
  * RLS it could not: see the *_participant_list_indexes migration).
  */
-export function listConditions(filters: Omit<ListFilters, "limit" | "offset">): {
+export function listConditions(
+  filters: Omit<ListFilters, "limit" | "offset" | "sort" | "updated_since" | "include_deleted"> &
+    Partial<Pick<ListFilters, "updated_since" | "include_deleted">>,
+): {
   where: string[];
   params: unknown[];
   /** The placeholder of the instance filter, when there is one. */
   instance?: string;
 } {
-  const where = ["p.deleted_at is null"];
+  const where = filters.include_deleted ? [] : ["p.deleted_at is null"];
   const params: unknown[] = [];
   let instance: string | undefined;
   for (const field of EQUALITY_FILTERS) {
@@ -265,8 +267,12 @@ export function listConditions(filters: Omit<ListFilters, "limit" | "offset">): 
     where.push(`p.${field} = ${placeholder}`);
   }
   if (filters.q !== undefined) {
-    params.push(likePattern(filters.q));
+    params.push(filters.q);
     where.push(`p.id in (select found.id from private.search_participant_ids($${params.length}) as found(id))`);
+  }
+  if (filters.updated_since !== undefined) {
+    params.push(filters.updated_since);
+    where.push(`p.updated_at >= $${params.length}::timestamptz`);
   }
   return { where, params, instance };
 }
@@ -286,12 +292,14 @@ export async function listParticipants(sql: Sql, filters: ListFilters): Promise<
   const conditions = where.join(" and ");
   const n = params.length;
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
+  const order = orderBy(filters.sort, "p.");
+  const json = participantJson(names.expressions, { deletedAt: filters.include_deleted });
   const page = await sql.one<{ json: string; total: number }>(
-    `select coalesce(json_agg(${participantJson(names.expressions)} order by p.created_at, p.id), '[]')::text as json,
+    `select coalesce(json_agg(${json} order by ${order}), '[]')::text as json,
        (select count(*) from public.participants p where ${conditions}) as total
      from (
        select * from public.participants p where ${conditions}
-       order by p.created_at, p.id limit $${n + 1} offset $${n + 2}
+       order by ${order} limit $${n + 1} offset $${n + 2}
      ) p
      ${names.joins}`,
     [...params, filters.limit, filters.offset],

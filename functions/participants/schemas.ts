@@ -8,10 +8,10 @@ import {
   optionalDate,
   optionalId,
   optionalText,
-  pagination,
   requiredText,
   SHORT_TEXT,
 } from "../resources/fields.ts";
+import { deletedAtField, listing } from "../resources/listing.ts";
 
 /**
  * The participant contract: what a client may write, what it reads back, and
@@ -121,8 +121,23 @@ export const Participant = z
     subgroup_name: nullableText,
     block_name: nullableText,
     room_name: nullableText,
+    ...deletedAtField,
   })
   .openapi("Participant");
+
+/** What a participant list may be sorted by. */
+const PARTICIPANT_SORT = [
+  "surname",
+  "first_name",
+  "full_name",
+  "user_id",
+  "date_of_birth",
+  "status",
+  "arrival_date",
+  "departure_date",
+  "created_at",
+  "updated_at",
+];
 
 export const ListQuery = z.object({
   instance_id: idFilter(),
@@ -137,8 +152,12 @@ export const ListQuery = z.object({
     .max(SHORT_TEXT)
     .transform((term) => (term === "" ? undefined : term))
     .optional()
-    .openapi({ type: "string", description: "Case-insensitive substring of first_name, surname, full_name or user_id" }),
-  ...pagination(50),
+    .openapi({
+      type: "string",
+      description:
+        "Part of first_name, surname, full_name or user_id, ignoring case, accents and punctuation (jose finds José, oconnor finds O'Connor)",
+    }),
+  ...listing(PARTICIPANT_SORT, 50),
 });
 
 export type ListFilters = z.infer<typeof ListQuery>;

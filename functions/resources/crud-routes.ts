@@ -6,6 +6,7 @@ import { notFound } from "../http/errors.ts";
 import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, NOT_MODIFIED, newRouter } from "../http/openapi.ts";
 import { IdParam, isUuid } from "./fields.ts";
+import type { ListOptions } from "./listing.ts";
 import type { SoftDeleteTable } from "./table.ts";
 
 type Row = Record<string, unknown>;
@@ -88,8 +89,9 @@ export function crudRoutes(spec: ResourceSpec) {
 
   return newRouter()
     .openapi(listRoute, async (c) => {
-      const { limit, offset, ...filters } = c.req.valid("query") as Row & { limit: number; offset: number };
-      const page = await c.var.db.asTenant(c.var.principal, (sql) => table.list(sql, filters, { limit, offset }));
+      const { limit, offset, sort, updated_since, include_deleted, ...filters } = c.req.valid("query") as Row & ListOptions;
+      const options = { limit, offset, sort, updated_since, include_deleted: Boolean(include_deleted) };
+      const page = await c.var.db.asTenant(c.var.principal, (sql) => table.list(sql, filters, options));
       return list(c, page.rows, page.meta);
     })
     .openapi(getRoute, async (c) => {

@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { deletedAtField } from "./listing.ts";
 
 /**
  * A resource declares its client-writable fields once, as one zod object; the
@@ -15,6 +16,7 @@ export function recordOf<S extends z.ZodRawShape>(fields: z.ZodObject<S>) {
     ...fields.required().shape,
     created_at: timestamp(),
     updated_at: timestamp(),
+    ...deletedAtField,
   });
 }
 

@@ -2,6 +2,7 @@ import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
 import type { ListMeta } from "../http/envelope.ts";
 import type { Precondition } from "../http/etag.ts";
+import { type ListOptions, orderBy, syncConditions } from "./listing.ts";
 
 export interface TableSpec {
   /** Schema-qualified table, e.g. `public.blocks`. */
@@ -50,7 +51,8 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
   const table = identifiers([spec.table])[0];
   const writable = identifiers(spec.writable);
   const filters = identifiers(spec.filters);
-  const returning = identifiers(spec.columns).join(", ");
+  // deleted_at is returned only by a list that includes deleted rows.
+  const returning = identifiers(spec.columns.filter((column) => column !== "deleted_at")).join(", ");
   const withVersion = `${returning}, xmin::text as _version`;
   const versioned = (found: (Row & { _version: string }) | undefined): Versioned<Row> | undefined => {
     if (!found) return undefined;
@@ -75,15 +77,17 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
       return (await sql.one(`select from ${table} where id = $1 and deleted_at is null`, [id])) !== undefined;
     },
 
-    async list(sql: Sql, given: Record<string, unknown>, page: { limit: number; offset: number }): Promise<Page<Row>> {
+    async list(sql: Sql, given: Record<string, unknown>, options: ListOptions): Promise<Page<Row>> {
       const [names, params] = pick(filters, given);
+      const sync = syncConditions(options, "", params.length + 1);
       return listPage<Row>(sql, {
-        columns: returning,
+        columns: options.include_deleted ? `${returning}, deleted_at` : returning,
         from: table as string,
-        where: ["deleted_at is null", ...names.map((name, i) => `${name} = $${i + 1}`)],
-        params,
-        orderBy: "created_at, id",
-        ...page,
+        where: [...sync.where, ...names.map((name, i) => `${name} = $${i + 1}`)],
+        params: [...params, ...sync.params],
+        orderBy: orderBy(options.sort),
+        limit: options.limit,
+        offset: options.offset,
       });
     },
 

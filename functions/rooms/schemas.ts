@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { recordOf, updateOf } from "../resources/derive.ts";
-import { idField, idFilter, optionalText, pagination, requiredText } from "../resources/fields.ts";
+import { idField, idFilter, optionalText, requiredText } from "../resources/fields.ts";
+import { listing } from "../resources/listing.ts";
 
 /** Postgres `integer`: a larger capacity could not be stored. */
 const MAX_CAPACITY = 2_147_483_647;
@@ -25,4 +26,8 @@ export const WritableRoomFields = Object.keys(RoomFields.shape);
 export const CreateRoom = RoomFields.openapi("CreateRoom");
 export const UpdateRoom = updateOf(RoomFields).openapi("UpdateRoom");
 export const Room = recordOf(RoomFields).openapi("Room");
-export const RoomQuery = z.object({ instance_id: idFilter(), block_id: idFilter(), ...pagination(100) });
+export const RoomQuery = z.object({
+  instance_id: idFilter(),
+  block_id: idFilter(),
+  ...listing(["room_number", "name", "capacity", "created_at", "updated_at"], 100),
+});

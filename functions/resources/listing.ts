@@ -1,0 +1,114 @@
+import { z } from "@hono/zod-openapi";
+import { pagination } from "./fields.ts";
+
+/**
+ * What every list takes beside its filters (DECISIONS.md, "Conventions"):
+ * `sort`, `updated_since`, `include_deleted`, `limit` and `offset`. Declared
+ * once here, so every list parses them alike and the OpenAPI document says
+ * the same of each.
+ */
+
+export interface SortKey {
+  column: string;
+  descending: boolean;
+}
+
+export interface ListOptions {
+  sort?: SortKey[];
+  updated_since?: string;
+  include_deleted: boolean;
+  limit: number;
+  offset: number;
+}
+
+/**
+ * `sort=surname,-created_at`: fields of `sortable` (and `id`), each at most
+ * once, `-` for descending. Parsed into SortKeys; the ORDER BY is built from
+ * these names only, never from the client's text.
+ */
+function sortParam(sortable: readonly string[]) {
+  const allowed = new Set([...sortable, "id"]);
+  const list = [...allowed].join(", ");
+  return z
+    .string()
+    .transform((value, ctx) => {
+      const keys: SortKey[] = [];
+      for (const part of value.split(",")) {
+        const descending = part.startsWith("-");
+        const column = descending ? part.slice(1) : part;
+        if (!allowed.has(column)) {
+          ctx.addIssue({ code: "custom", message: `'${part}' is not a sort field; sort by ${list}, '-' for descending` });
+          return z.NEVER;
+        }
+        if (keys.some((key) => key.column === column)) {
+          ctx.addIssue({ code: "custom", message: `'${column}' is given twice` });
+          return z.NEVER;
+        }
+        keys.push({ column, descending });
+      }
+      return keys;
+    })
+    .optional()
+    .openapi({
+      type: "string",
+      description: `Comma-separated fields to sort by, \`-\` for descending (${list}); \`id\` breaks ties so pages stay stable. Default: created_at.`,
+      example: sortable.includes("surname") ? "surname,first_name" : "-created_at",
+    });
+}
+
+/** The list options of a list whose records may be sorted by `sortable`. */
+export const listing = (sortable: readonly string[], defaultLimit: number) => ({
+  sort: sortParam(sortable),
+  updated_since: z
+    .string()
+    .datetime({ offset: true, message: "must be an RFC 3339 timestamp, e.g. 2026-07-14T09:30:00Z" })
+    .optional()
+    .openapi({
+      type: "string",
+      format: "date-time",
+      description:
+        "Only records changed (created, updated or deleted) at or after this time. To mirror a tenant, pass the newest updated_at you hold minus a minute, with include_deleted=true.",
+    }),
+  include_deleted: z
+    .enum(["true", "false"])
+    .transform((value) => value === "true")
+    .optional()
+    .openapi({
+      type: "string",
+      enum: ["true", "false"],
+      description: "Also soft-deleted records, with their deleted_at (default false)",
+    }),
+  ...pagination(defaultLimit),
+});
+
+/**
+ * The ORDER BY of a list page over `alias`: the client's keys, then `id`
+ * in the direction of the last key (so an index on the keys and id serves
+ * either direction), or created_at and id by default.
+ */
+export function orderBy(sort: SortKey[] | undefined, alias = ""): string {
+  const keys = sort && sort.length > 0 ? sort : [{ column: "created_at", descending: false }];
+  const last = keys[keys.length - 1] as SortKey;
+  const all = keys.some((key) => key.column === "id") ? keys : [...keys, { column: "id", descending: last.descending }];
+  return all.map((key) => `${alias}${key.column}${key.descending ? " desc" : ""}`).join(", ");
+}
+
+/** Conditions for `updated_since` and `include_deleted` on `alias`, with their parameters numbered from `next`. */
+export function syncConditions(options: Pick<ListOptions, "updated_since" | "include_deleted">, alias: string, next: number) {
+  const where: string[] = options.include_deleted ? [] : [`${alias}deleted_at is null`];
+  const params: unknown[] = [];
+  if (options.updated_since !== undefined) {
+    params.push(options.updated_since);
+    where.push(`${alias}updated_at >= $${next}::timestamptz`);
+  }
+  return { where, params };
+}
+
+/** The optional field a record carries when a list includes deleted ones. */
+export const deletedAtField = {
+  deleted_at: z
+    .string()
+    .nullable()
+    .optional()
+    .openapi({ format: "date-time", description: "When it was deleted; present only with include_deleted=true" }),
+};
