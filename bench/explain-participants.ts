@@ -34,6 +34,8 @@ import { migrate } from "../node/migrate.ts";
 
 const PARTICIPANTS = Number(process.env.BENCH_PARTICIPANTS ?? 100_000);
 const NEIGHBOUR_PARTICIPANTS = Math.round(PARTICIPANTS / 5);
+/** A one- or two-letter term has no trigram and matches most of a tenant: its total reads every row. */
+const SHORT_TERM = "the total of a term too short for trigrams counts every row of the tenant";
 /** A sequential scan of a table this large fails the check. */
 const LARGE_TABLE = 10_000;
 
@@ -253,11 +255,26 @@ interface Shape {
   run(sql: Sql): Promise<unknown>;
   /** Writes are explained without running them. */
   write?: boolean;
+  /** Why a sequential scan of participants is the right plan for this shape (it then passes, saying so). */
+  scanExpected?: string;
 }
 
 /** Prints one plan; true when it scans a large table sequentially. */
-function report(title: string, plan: { Plan: PlanNode; "Execution Time"?: number }, sizes: Map<string, number>): boolean {
-  const bad = seqScans(plan.Plan).filter((relation) => relation === "participants" || (sizes.get(relation) ?? 0) > LARGE_TABLE);
+function report(
+  title: string,
+  plan: { Plan: PlanNode; "Execution Time"?: number },
+  sizes: Map<string, number>,
+  scanExpected?: string,
+): boolean {
+  const scanned = seqScans(plan.Plan).filter(
+    (relation) => relation === "participants" || (sizes.get(relation) ?? 0) > LARGE_TABLE,
+  );
+  if (scanExpected && scanned.every((relation) => relation === "participants")) {
+    out(`ok   ${title} ${plan["Execution Time"]?.toFixed(2)} ms (sequential scan expected: ${scanExpected})`);
+    out(`       ${summarise(plan.Plan)}`);
+    return false;
+  }
+  const bad = scanned;
   const time = plan["Execution Time"] === undefined ? "planned only" : `${plan["Execution Time"].toFixed(2)} ms`;
   out(`${bad.length > 0 ? "FAIL" : "ok  "} ${title} ${time}`);
   out(`       ${summarise(plan.Plan)}`);
@@ -325,8 +342,23 @@ async function main() {
       { name: "list: instance_id + room_id", run: list({ instance_id: instance, room_id: room }) },
       { name: "list: q=lovelace", run: list({ q: "lovelace" }) },
       { name: "list: q=user-4242", run: list({ q: "user-4242" }) },
-      { name: "list: q=jo (two letters)", run: list({ q: "jo" }) },
+      { name: "list: q=jo (two letters)", run: list({ q: "jo" }), scanExpected: SHORT_TERM },
       { name: "list: q=hopper + instance_id", run: list({ q: "hopper", instance_id: instance }) },
+      { name: "list: q=a (one letter)", run: list({ q: "a" }), scanExpected: SHORT_TERM },
+      { name: "list: q=berners lee (punctuation folded)", run: list({ q: "berners lee" }) },
+      {
+        name: "list: instance_id, sort=surname",
+        run: list({ instance_id: instance, sort: [{ column: "surname", descending: false }] }),
+      },
+      {
+        name: "list: instance_id, sort=-surname, offset 1000",
+        run: list({ instance_id: instance, sort: [{ column: "surname", descending: true }], offset: 1000 }),
+      },
+      { name: "list: whole tenant, sort=surname", run: list({ sort: [{ column: "surname", descending: false }] }) },
+      {
+        name: "list: updated_since now (a sync poll), include_deleted",
+        run: list({ updated_since: new Date().toISOString(), include_deleted: true }),
+      },
       { name: "list: q=smith + status=inactive", run: list({ q: "smith", status: "inactive" }) },
       { name: "get", run: (sql) => getParticipant(sql, participant) },
       { name: "update (room_id only)", write: true, run: (sql) => updateParticipant(sql, participant, { room_id: room }) },
@@ -366,7 +398,7 @@ async function main() {
         );
         const plan = row?.["QUERY PLAN"][0];
         if (!plan) throw new Error(`no plan for ${shape.name}`);
-        failed = report(`${shape.name} [${kind}]`, plan, sizes) || failed;
+        failed = report(`${shape.name} [${kind}]`, plan, sizes, shape.scanExpected) || failed;
       }
       // The search's own query, once per shape that searches.
       const search = recorded.statements[0]?.text.match(/search_participant_ids\(\$(\d+)\)/);

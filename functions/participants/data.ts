@@ -242,18 +242,37 @@ export async function deleteParticipant(sql: Sql, id: string, precondition?: Pre
 const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_id", "block_id", "room_id"] as const;
 
 /**
- * The list's conditions on `p`, also used by the CSV export. `q` goes through
- * private.search_participant_ids, where the trigram index can serve it (under
- * RLS it could not: see the *_participant_list_indexes migration).
+ * Roughly how long `q` is once folded (private.search_key): only to choose how
+ * to search, never what matches.
+ */
+const foldedLength = (term: string) =>
+  term
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .replace(/[^\p{L}\p{N}]/gu, "").length;
+
+/**
+ * The list's conditions on `p`, also used by the CSV export.
+ *
+ * `q` of three letters or more goes through private.search_participant_ids,
+ * where the trigram index can serve it (under RLS it could not: see the
+ * *_participant_search_and_sort migration); with `found`, the conditions name
+ * a CTE `found` of those ids instead, which the caller defines once (the
+ * search then runs once for a page and its total). A shorter term has no
+ * trigram to look up and matches a large share of any tenant: it is a filter
+ * on the rows read in list order, which stop at the page's end.
  */
 export function listConditions(
   filters: Omit<ListFilters, "limit" | "offset" | "sort" | "updated_since" | "include_deleted"> &
     Partial<Pick<ListFilters, "updated_since" | "include_deleted">>,
+  options: { found?: boolean } = {},
 ): {
   where: string[];
   params: unknown[];
   /** The placeholder of the instance filter, when there is one. */
   instance?: string;
+  /** The placeholder of a `q` to define the `found` CTE with, when `found` was asked for. */
+  search?: string;
 } {
   const where = filters.include_deleted ? [] : ["p.deleted_at is null"];
   const params: unknown[] = [];
@@ -266,15 +285,25 @@ export function listConditions(
     if (field === "instance_id") instance = placeholder;
     where.push(`p.${field} = ${placeholder}`);
   }
+  let search: string | undefined;
   if (filters.q !== undefined) {
     params.push(filters.q);
-    where.push(`p.id in (select found.id from private.search_participant_ids($${params.length}) as found(id))`);
+    const term = `$${params.length}`;
+    if (foldedLength(filters.q) < 3) {
+      // The folded pattern is computed once (an InitPlan), not per row.
+      where.push(`p.search_key like (select '%' || nullif(private.search_key(${term}), '') || '%')`);
+    } else if (options.found) {
+      search = term;
+      where.push("p.id in (select id from found)");
+    } else {
+      where.push(`p.id in (select found.id from private.search_participant_ids(${term}) as found(id))`);
+    }
   }
   if (filters.updated_since !== undefined) {
     params.push(filters.updated_since);
     where.push(`p.updated_at >= $${params.length}::timestamptz`);
   }
-  return { where, params, instance };
+  return { where, params, instance, search };
 }
 
 /**
@@ -288,14 +317,15 @@ export function listConditions(
  * (the usual request) takes its names from that instance's rows.
  */
 export async function listParticipants(sql: Sql, filters: ListFilters): Promise<{ json: string; meta: ListMeta }> {
-  const { where, params, instance } = listConditions(filters);
+  const { where, params, instance, search } = listConditions(filters, { found: true });
   const conditions = where.join(" and ");
+  const found = search ? `with found as materialized (select id from private.search_participant_ids(${search}) as s(id)) ` : "";
   const n = params.length;
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
   const order = orderBy(filters.sort, "p.");
   const json = participantJson(names.expressions, { deletedAt: filters.include_deleted });
   const page = await sql.one<{ json: string; total: number }>(
-    `select coalesce(json_agg(${json} order by ${order}), '[]')::text as json,
+    `${found}select coalesce(json_agg(${json} order by ${order}), '[]')::text as json,
        (select count(*) from public.participants p where ${conditions}) as total
      from (
        select * from public.participants p where ${conditions}

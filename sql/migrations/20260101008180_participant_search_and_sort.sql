@@ -73,8 +73,8 @@ as $$
   from public.participants p
   where p.tenant_id = (select private.request_tenant_id())
     and p.deleted_at is null
-    and private.search_key(p_term) <> ''
-    and p.search_key like '%' || private.search_key(p_term) || '%'
+    and private.search_key($1) <> ''
+    and p.search_key like '%' || private.search_key($1) || '%'
 $$;
 revoke all on function private.search_participant_ids(text) from public;
 grant execute on function private.search_participant_ids(text) to camp_api;
