@@ -90,7 +90,7 @@ async function startServer(command: string, argv: string[], env: NodeJS.ProcessE
   const started = performance.now();
   const child = spawn(command, argv, {
     cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
+    env: { RATE_LIMIT_PER_MINUTE: "1000000", ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

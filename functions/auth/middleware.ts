@@ -1,8 +1,9 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
-import type { ApiKeyRow } from "../db/database.ts";
+import type { ApiKeyRow, RateState } from "../db/database.ts";
 import { unauthorized } from "../http/errors.ts";
+import { rateCharge, rateHeaders, tooManyRequests } from "../http/rate-limit.ts";
 import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
 import type { TokenVerifier } from "./bearer-token.ts";
@@ -22,20 +23,28 @@ export function authenticate(verifyToken: TokenVerifier) {
     const db = c.var.db;
     const apiKey = c.req.header("x-api-key");
     const authorization = c.req.header("authorization");
+    const charge = rateCharge(c);
     let principal: Principal | undefined;
+    let rate: RateState | undefined;
 
     if (apiKey !== undefined) {
       if (!looksLikeApiKey(apiKey)) throw unauthorized("invalid API key");
       const hash = await hashApiKey(apiKey);
-      principal = await db.authenticateApiKey(hash, await bodyInHand(c), (row) => ({
-        tenantId: row.tenant_id,
-        userId: row.user_id,
-        email: row.email,
-        role: row.role,
-        via: "api_key" as const,
-        keyId: row.key_id,
-      }));
-      if (!principal) throw unauthorized("invalid, revoked or expired API key");
+      const found = await db.authenticateApiKey(
+        hash,
+        await bodyInHand(c),
+        (row) => ({
+          tenantId: row.tenant_id,
+          userId: row.user_id,
+          email: row.email,
+          role: row.role,
+          via: "api_key" as const,
+          keyId: row.key_id,
+        }),
+        charge,
+      );
+      if (!found) throw unauthorized("invalid, revoked or expired API key");
+      ({ principal, rate } = found);
     } else if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!match?.[1]) throw unauthorized("Authorization must be 'Bearer <token>'");
@@ -43,7 +52,13 @@ export function authenticate(verifyToken: TokenVerifier) {
       if (!identity) throw unauthorized("invalid or expired token");
       // The database decides (private.resolve_token_user): by subject, or the
       // first time by a verified e-mail that no other identity holds yet.
-      const [user, ...others] = await db.query<TokenUserRow>("select * from private.resolve_token_user($1, $2, $3, $4)", [
+      // A Bearer caller's requests count against its user (in the same statement, committed at once).
+      const count = charge
+        ? ` left join lateral private.rate_hit('user:' || u.user_id::text, ${charge.weight}, ${charge.limit}, ${charge.windowSeconds}) h on true`
+        : "";
+      const [user, ...others] = await db.query<
+        TokenUserRow & { rate_limit?: number; remaining?: number; reset_seconds?: number }
+      >(`select u.*${count ? ", h.*" : ""} from private.resolve_token_user($1, $2, $3, $4) u${count}`, [
         identity.subject,
         identity.email ?? null,
         identity.emailVerified,
@@ -51,16 +66,21 @@ export function authenticate(verifyToken: TokenVerifier) {
       ]);
       if (!user || others.length > 0) throw unauthorized("token does not belong to a known user");
       principal = { tenantId: user.tenant_id, userId: user.user_id, email: user.email, role: user.role, via: "bearer" };
+      if (user.rate_limit != null)
+        rate = { limit: user.rate_limit, remaining: user.remaining ?? 0, reset: user.reset_seconds ?? 1 };
     } else {
       throw unauthorized("missing credential: send X-API-Key or Authorization: Bearer");
     }
 
     c.set("principal", principal);
     try {
+      if (rate && rate.remaining < 0) throw tooManyRequests(rate);
       await next();
     } finally {
       await db.closeScope(principal);
     }
+    // Every answer says what is left; a 429 carries the same fields itself.
+    if (rate) for (const [name, value] of Object.entries(rateHeaders(rate))) c.res.headers.set(name, value);
   });
 }
 

@@ -94,6 +94,30 @@ export interface ApiKeyRow {
   role: Principal["role"];
 }
 
+/** A rate limit to count a request against: `weight` hits of `limit` per `windowSeconds`. */
+export interface RateCharge {
+  weight: number;
+  limit: number;
+  windowSeconds: number;
+}
+
+/** What is left of the caller's rate limit after this request. */
+export interface RateState {
+  limit: number;
+  remaining: number;
+  /** Seconds until the window ends. */
+  reset: number;
+}
+
+interface RateRow {
+  rate_limit: number | null;
+  remaining: number | null;
+  reset_seconds: number | null;
+}
+
+const rateState = (row: RateRow | undefined): RateState | undefined =>
+  row?.rate_limit == null ? undefined : { limit: row.rate_limit, remaining: row.remaining ?? 0, reset: row.reset_seconds ?? 1 };
+
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
 /**
@@ -257,10 +281,21 @@ export class Database {
     hash: Uint8Array,
     openScope: boolean,
     toPrincipal: (row: ApiKeyRow) => P,
-  ): Promise<P | undefined> {
+    charge?: RateCharge,
+  ): Promise<{ principal: P; rate?: RateState } | undefined> {
+    // The rate count runs in a statement of its own, committed at once, so
+    // its counter row is never locked for the length of a request.
+    const count = charge
+      ? `private.rate_hit_key('\\x${hex(hash)}'::bytea, ${charge.weight}, ${charge.limit}, ${charge.windowSeconds})`
+      : undefined;
     if (!openScope) {
-      const [row] = await this.query<ApiKeyRow>("select * from private.authenticate_api_key($1)", [hash]);
-      return row && toPrincipal(row);
+      const [row] = await this.query<ApiKeyRow & RateRow>(
+        count
+          ? `select k.*, h.* from private.authenticate_api_key($1) k left join lateral ${count} h on true`
+          : "select * from private.authenticate_api_key($1)",
+        [hash],
+      );
+      return row && { principal: toPrincipal(row), rate: rateState(row) };
     }
     const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role)::text`;
     const client = await this.pool.connect();
@@ -270,10 +305,10 @@ export class Database {
       // statement per round trip. The function runs (as its owner) before the
       // select list switches the role.
       const results = (await client.query(
-        `begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, ${scopeSettings(claims)}
+        `${count ? `select * from ${count}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, ${scopeSettings(claims)}
          from private.authenticate_api_key('\\x${hex(hash)}'::bytea) k`,
-      )) as unknown as pg.QueryResult<ApiKeyRow>[];
-      const row = results[1]?.rows[0];
+      )) as unknown as pg.QueryResult<ApiKeyRow & RateRow>[];
+      const row = results[results.length - 1]?.rows[0];
       if (!row) {
         await client.query("rollback");
         client.release();
@@ -281,7 +316,7 @@ export class Database {
       }
       const principal = toPrincipal(row);
       this.openScopes.set(principal, client);
-      return principal;
+      return { principal, rate: count ? rateState(results[0]?.rows[0]) : undefined };
     } catch (error) {
       client.release(true);
       throw error;

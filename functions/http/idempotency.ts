@@ -40,15 +40,16 @@ export function idempotency() {
     const { principal, db } = c.var;
 
     return db.withRequestTransaction(principal, async (sql) => {
-      const [lock] = await sql.query<{ free: boolean }>("select pg_try_advisory_xact_lock(hashtextextended($1, 0)) as free", [
-        `idempotency/${principal.tenantId}/${principal.userId}/${key}`,
-      ]);
-      if (!lock?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);
-      const stored = await sql.one<Stored>(
-        `select request_hash, status, headers, body from public.idempotency_keys
-         where user_id = $1 and key = $2 and expires_at > now()`,
-        [principal.userId, key],
+      // One round trip: take the key's lock (held until this transaction ends), then read its answer.
+      const found = await sql.one<{ free: boolean; stored: Stored | null }>(
+        `select pg_try_advisory_xact_lock(hashtextextended($3, 0)) as free,
+                (select to_jsonb(k) from (
+                   select request_hash, status, headers, body from public.idempotency_keys
+                   where user_id = $1 and key = $2 and expires_at > now()) k) as stored`,
+        [principal.userId, key, `idempotency/${principal.tenantId}/${principal.userId}/${key}`],
       );
+      if (!found?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);
+      const stored = found.stored;
       if (stored) {
         if (stored.request_hash !== requestHash) {
           throw conflict(`this ${HEADER} was used for a different request (method, path or body) in the last 24 hours`);

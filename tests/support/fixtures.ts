@@ -9,7 +9,8 @@ import { addUser, createTenant, issueKeyFor, type Role } from "../../functions/t
 export const TEST_JWT_SECRET = "test-secret-for-bearer-tokens-only-in-tests";
 
 export function testApp(db: Database, env: Record<string, string> = {}) {
-  return createApp({ db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, ...env }) });
+  // Rate limits off unless a test asks for them: most tests make many requests with one key.
+  return createApp({ db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }) });
 }
 
 export type TestApp = ReturnType<typeof testApp>;

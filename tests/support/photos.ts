@@ -9,7 +9,11 @@ import { type CallResult, call, TEST_JWT_SECRET } from "./fixtures.ts";
 
 /** The real app with a photo store of the test's choice (in memory unless given). */
 export function photoApp(db: Database, store: PhotoStore = new MemoryPhotoStore(), env: Record<string, string> = {}) {
-  return createApp({ db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, ...env }), photoStore: store });
+  return createApp({
+    db,
+    config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }),
+    photoStore: store,
+  });
 }
 
 export type PhotoApp = ReturnType<typeof photoApp>;

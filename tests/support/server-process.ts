@@ -36,7 +36,8 @@ export async function startServerProcess(
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const child = spawn(TSX, ["node/server.ts"], {
     cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port) },
+    // Rate limits off unless the test sets them: load tests send far more than a client would.
+    env: { ...process.env, RATE_LIMIT_PER_MINUTE: "0", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stderr = "";
