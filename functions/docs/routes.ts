@@ -2,6 +2,7 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { notFound } from "../http/errors.ts";
 import { VERSION } from "../version.ts";
+import { clientReady } from "./client-ready.ts";
 import { DOCS_CSP, DOCS_PAGE, START_SCRIPT } from "./page.ts";
 
 // A template literal: the deploy bundler reads quoted strings after `export` as import paths.
@@ -39,12 +40,19 @@ export function mountDocs(app: OpenAPIHono<AppEnv>): void {
 
   app.get(OPENAPI_PATH, (c) => {
     // Built on first request, once every router is mounted.
-    document ??= app.getOpenAPI31Document({
-      openapi: "3.1.0",
-      info: { title: "Camp Administration Service API", version: VERSION, description: DESCRIPTION },
-      // Relative to this document, so it names the right base on Node and under /functions/v1/api.
-      servers: [{ url: "../..", description: "This server" }],
-    });
+    const publicUrl = c.var.config.PUBLIC_URL?.replace(/\/+$/, "");
+    document ??= clientReady(
+      app.getOpenAPI31Document({
+        openapi: "3.1.0",
+        info: { title: "Camp Administration Service API", version: VERSION, description: DESCRIPTION },
+        servers: [
+          // The operator's address, for generated clients; else relative to this document, which names the
+          // right base on Node and under /functions/v1/api alike.
+          ...(publicUrl ? [{ url: publicUrl, description: "This service" }] : []),
+          { url: "../..", description: "This server (relative to the document)" },
+        ],
+      }),
+    );
     return c.json(document);
   });
 

@@ -8,9 +8,11 @@ const groupFields = (defaultType: "supergroup" | "subgroup") => ({
   name: requiredText(),
   instance_id: idField().openapi({ description: "Fixed once created: an update may repeat it but not change it." }),
   description: optionalLongText(),
-  type: requiredText().optional().openapi({ default: defaultType }),
+  type: requiredText()
+    .optional()
+    .openapi({ description: `Defaults to "${defaultType}" when created without one` }),
   purpose: optionalLongText(),
-  notifications: z.boolean().optional().openapi({ default: true }),
+  notifications: z.boolean().optional().openapi({ description: "Defaults to true when created without one" }),
 });
 
 const SupergroupFields = z.object(groupFields("supergroup"));

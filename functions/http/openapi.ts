@@ -1,5 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
+import { ERROR_STATUS, type ErrorCode } from "./errors.ts";
 import { validationHook } from "./validation.ts";
 
 /**
@@ -14,9 +15,10 @@ export const ErrorSchema = z
   .object({
     success: z.literal(false),
     error: z.object({
-      code: z.string().openapi({ example: "VALIDATION_ERROR" }),
+      code: z.enum(Object.keys(ERROR_STATUS) as [ErrorCode, ...ErrorCode[]]).openapi({ example: "VALIDATION_ERROR" }),
       message: z.string(),
       details: z.unknown().optional().openapi({ description: "The offending field(s): {field, issue} or a list of them" }),
+      request_id: z.string().openapi({ description: "Also in the X-Request-Id header and the server's log" }),
     }),
   })
   .openapi("Error");

@@ -10,8 +10,8 @@ const InstanceFields = z.object({
   name: requiredText(),
   description: optionalLongText(),
   status: InstanceStatus.optional().openapi({
-    default: "upcoming",
-    description: "Any status may follow any other; an archived instance is read-only until its status changes.",
+    description:
+      "Defaults to upcoming when created without one. Any status may follow any other; an archived instance is read-only until its status changes.",
   }),
   start_date: optionalDate(),
   end_date: optionalDate(),

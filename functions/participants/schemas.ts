@@ -47,7 +47,7 @@ const writable = {
   full_name: optionalText().openapi({ description: "Generated from first_name and surname when missing or empty" }),
   gender,
   pronouns: optionalText(PRONOUNS),
-  status: status.optional().openapi({ default: "active" }),
+  status: status.optional().openapi({ description: "Defaults to active when created without one" }),
   date_of_birth: optionalDate(),
   school_year: optionalText(),
   rank: optionalText(),

@@ -65,7 +65,12 @@ const upload = createRoute({
       // Documentation only: a plain schema, so no validator buffers the body; readPhotoPart streams it.
       content: {
         "multipart/form-data": {
-          schema: { type: "object", properties: { photo: { type: "string", format: "binary" } }, required: ["photo"] },
+          // The part has no type: generated clients then take a Blob or File, not a string.
+          schema: {
+            type: "object",
+            properties: { photo: { description: "The image file (JPEG, PNG, GIF or WebP)" } },
+            required: ["photo"],
+          },
         },
       },
     },

@@ -5,7 +5,8 @@ import { z } from "@hono/zod-openapi";
  * written once: text lengths, strict dates, id formats, pagination.
  */
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// No flags: the OpenAPI document carries the source as an ECMAScript pattern, where a flag would be lost.
+const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 export const isUuid = (value: string) => UUID.test(value);
 

@@ -1,0 +1,91 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { useTestDatabase } from "./support/database.ts";
+import { newTenant, type TestTenant } from "./support/fixtures.ts";
+import { ROOT, run, TSX } from "./support/processes.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+
+/**
+ * The OpenAPI document as code generators take it: @redocly/cli lints it
+ * without error, openapi-typescript turns it into types, and the examples/
+ * client written against those types type-checks and runs against a real
+ * server. The generators live in the examples workspace (TypeScript 5, which
+ * openapi-typescript 7 needs).
+ */
+
+const t = useTestDatabase();
+/** A tool of the examples workspace: npm puts it there, or at the root when nothing else needs another version. */
+const bin = (name: string) =>
+  [join(ROOT, "examples/node_modules/.bin", name), join(ROOT, "node_modules/.bin", name)].find((path) => existsSync(path)) ??
+  name;
+const QUIET = { REDOCLY_TELEMETRY: "off", REDOCLY_SUPPRESS_UPDATE_NOTICE: "true", NO_COLOR: "1" };
+let server: ServerProcess;
+let tenant: TestTenant;
+let dir: string;
+let documentFile: string;
+
+beforeAll(async () => {
+  server = await startServerProcess({ DATABASE_URL: t().url });
+  tenant = await newTenant(t().db);
+  dir = await mkdtemp(join(tmpdir(), "camp-openapi-"));
+  documentFile = join(dir, "openapi.json");
+  await writeFile(documentFile, await (await fetch(`${server.url}/api/v1/openapi.json`)).text());
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe("the OpenAPI document for code generators", () => {
+  it("passes @redocly/cli lint with no error", { timeout: 120_000 }, async () => {
+    const lint = await run(bin("redocly"), ["lint", documentFile], QUIET, 120_000);
+    expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+  });
+
+  it("names every operation and lists its error codes", async () => {
+    const document = JSON.parse(await (await fetch(`${server.url}/api/v1/openapi.json`)).text());
+    const ids = new Set<string>();
+    for (const item of Object.values(document.paths) as Array<Record<string, { operationId?: string; responses: object }>>) {
+      for (const operation of Object.values(item)) {
+        expect(operation.operationId).toMatch(/^[a-z][A-Za-z0-9]+$/);
+        ids.add(operation.operationId as string);
+        expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(["405", "500", "503"]));
+      }
+    }
+    expect(ids.size).toBeGreaterThan(30);
+    expect(document.components.schemas.Error.properties.error.properties.code.enum).toEqual(
+      expect.arrayContaining(["VALIDATION_ERROR", "PRECONDITION_FAILED", "TOO_MANY_REQUESTS", "SERVICE_UNAVAILABLE"]),
+    );
+  });
+
+  it("gives openapi-typescript types with which the examples/ client type-checks and runs against the server", {
+    timeout: 180_000,
+  }, async () => {
+    const generated = await run(
+      bin("openapi-typescript"),
+      [documentFile, "-o", join(ROOT, "examples/generated/api.d.ts")],
+      QUIET,
+      120_000,
+    );
+    expect(generated.code, generated.stderr).toBe(0);
+    // Its own TypeScript 5, not the project's.
+    const check = await run(bin("tsc"), ["-p", join(ROOT, "examples")], {}, 120_000);
+    expect(check.code, check.stdout + check.stderr).toBe(0);
+
+    const example = await run(TSX, [join(ROOT, "examples/quickstart.ts")], {
+      CAMP_URL: server.url,
+      CAMP_API_KEY: tenant.admin.key,
+    });
+    expect(example.code, example.stderr).toBe(0);
+    expect(example.stdout).toContain("created 5 participants");
+    expect(example.stdout).toContain("sorted: Dijkstra, Hopper, Johnson, Lovelace, Turing");
+    expect(example.stdout).toMatch(/pronouns she\/her; a second edit with the old ETag: HTTP 412/);
+    expect(example.stdout).toMatch(/photo image\/png/);
+    const stored = await t().admin("select count(*)::int as n from participants where tenant_id = $1", [tenant.tenantId]);
+    expect(stored.rows[0].n).toBe(5);
+  });
+});
