@@ -141,7 +141,13 @@ export class ServerProcess {
   static async start(databaseUrl: string, port: number, nodeFlags: string[] = []): Promise<ServerProcess> {
     const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", "node/server.ts"], {
       cwd: ROOT,
-      env: { RATE_LIMIT_PER_MINUTE: "1000000", ...process.env, DATABASE_URL: databaseUrl, PORT: String(port) },
+      env: {
+        RATE_LIMIT_PER_MINUTE: "1000000",
+        LOG_LEVEL: "warning",
+        ...process.env,
+        DATABASE_URL: databaseUrl,
+        PORT: String(port),
+      },
       stdio: ["ignore", "ignore", "inherit"],
     });
     const server = new ServerProcess(child, `http://127.0.0.1:${port}`);

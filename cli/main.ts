@@ -50,6 +50,13 @@ function wholeNumber(value: string): number {
   return Number(value);
 }
 
+function isoDate(value: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}([T ][0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(value) || Number.isNaN(Date.parse(value))) {
+    throw new InvalidArgumentError("must be a date (2025-01-01) or an ISO timestamp");
+  }
+  return value;
+}
+
 function days(value: string): number {
   const match = /^([0-9]{1,5})d?$/.exec(value);
   if (!match) throw new InvalidArgumentError("must be a number of days, e.g. 30 or 30d");
@@ -189,6 +196,18 @@ export function buildProgram(): Command {
     .command("list")
     .description("list reporting roles; prints one JSON line per role")
     .action(() => withDatabase(async (db) => (await listReportingRoles(db)).forEach(print)));
+
+  const audit = program.command("audit").description("the audit trail");
+  audit
+    .command("prune")
+    .description("delete audit events older than a date (retention); prints {deleted}")
+    .requiredOption("--before <date>", "an ISO date or timestamp, e.g. 2025-01-01", isoDate)
+    .action((options: { before: string }) =>
+      withDatabase(async (db) => {
+        const [row] = await db.query<{ deleted: string }>("select private.prune_audit_events($1) as deleted", [options.before]);
+        print({ deleted: Number(row?.deleted ?? 0) });
+      }),
+    );
 
   const storage = program.command("storage").description("Supabase Storage for photos (SUPABASE_URL, SUPABASE_SERVICE_ROLE_KEY)");
   storage

@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import type { AppEnv } from "./app-env.ts";
+import { auditRoutes } from "./audit/routes.ts";
 import { bearerVerifier, type TokenVerifier } from "./auth/bearer-token.ts";
 import { authenticate } from "./auth/middleware.ts";
 import { blockRoutes } from "./blocks/routes.ts";
@@ -18,12 +19,14 @@ import { QueryRules } from "./http/query-rules.ts";
 import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
+import { eraseRoutes } from "./participants/erase.ts";
 import { participantRoutes } from "./participants/routes.ts";
 import { participantBulkRoutes } from "./participants-bulk/routes.ts";
 import { defaultPhotoStore } from "./photos/default-store.ts";
 import { photoRoutes } from "./photos/routes.ts";
 import type { PhotoStore } from "./photos/store.ts";
 import { roomRoutes } from "./rooms/routes.ts";
+import { userRoutes } from "./users/routes.ts";
 
 export interface AppDeps {
   db: Database;
@@ -98,6 +101,8 @@ export function createApp(deps: AppDeps) {
   const photoStore = deps.photoStore ?? defaultPhotoStore(deps.config);
   app.route("/", healthRoutes(photoStore));
   app.route("/api/v1/api-keys", apiKeyRoutes);
+  app.route("/api/v1/users", userRoutes);
+  app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);
@@ -105,6 +110,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/rooms", roomRoutes);
   // Before participantRoutes: its /{id} would otherwise answer /bulk, /export.csv and /import.
   app.route("/api/v1/participants", participantBulkRoutes);
+  app.route("/api/v1/participants", eraseRoutes(photoStore));
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(photoStore));
 

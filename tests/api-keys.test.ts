@@ -6,7 +6,18 @@ import { call, newTenant, signToken, type TestTenant, testApp } from "./support/
 
 const t = useTestDatabase();
 
-const KEY_RECORD_FIELDS = ["created_at", "email", "expires_at", "id", "key_prefix", "last_used_at", "revoked_at"];
+const KEY_RECORD_FIELDS = [
+  "created_at",
+  "email",
+  "expires_at",
+  "id",
+  "key_prefix",
+  "last_used_at",
+  "name",
+  "revoked_at",
+  "scopes",
+  "user_id",
+];
 
 let tenant: TestTenant;
 beforeAll(async () => {

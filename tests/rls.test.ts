@@ -99,6 +99,13 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
       [s.tenant, s.instance, s.block],
     ],
   },
+  audit_events: {
+    column: "action",
+    insert: (s) => [
+      "insert into audit_events (tenant_id, actor_via, action, resource_type, resource_id) values ($1, 'operator', 'create', 'x', gen_random_uuid())",
+      [s.tenant],
+    ],
+  },
   idempotency_keys: {
     column: "expires_at",
     insert: (s) => [

@@ -4,7 +4,10 @@ import type { Sql } from "../db/database.ts";
 /** A key as clients see it: never the secret, never the hash. */
 export interface KeyRecord {
   id: string;
+  user_id: string;
   email: string;
+  name: string | null;
+  scopes: Array<"read" | "write">;
   key_prefix: string;
   created_at: Date;
   last_used_at: Date | null;
@@ -12,7 +15,15 @@ export interface KeyRecord {
   revoked_at: Date | null;
 }
 
-const RECORD = `k.id, u.email, k.key_prefix, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`;
+const RECORD = `k.id, k.user_id, u.email, k.name, k.scopes, k.key_prefix, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`;
+
+/** What a key is issued with besides its user. */
+export interface KeyOptions {
+  expiresAt?: Date | null;
+  name?: string | null;
+  /** Default: everything the user's role allows. */
+  scopes?: Array<"read" | "write">;
+}
 
 export async function findUserByEmail(sql: Sql, email: string) {
   return sql.one<{ id: string; email: string; role: string }>(
@@ -25,14 +36,6 @@ export async function keyById(sql: Sql, keyId: string) {
   return sql.one<KeyRecord>(`select ${RECORD} from public.api_keys k join public.users u on u.id = k.user_id where k.id = $1`, [
     keyId,
   ]);
-}
-
-/** One key of the tenant, with the id of the user it belongs to (to tell whose it is). */
-export async function keyWithOwner(sql: Sql, keyId: string) {
-  return sql.one<KeyRecord & { user_id: string }>(
-    `select ${RECORD}, k.user_id from public.api_keys k join public.users u on u.id = k.user_id where k.id = $1`,
-    [keyId],
-  );
 }
 
 /** The user's unrevoked, unexpired key. */
@@ -50,7 +53,7 @@ export async function activeKeyOf(sql: Sql, userId: string) {
  * unrevoked key, so it is retired first. A user with a live key makes the
  * insert fail on api_keys_one_active_per_user (reported as 409).
  */
-export async function issueKey(sql: Sql, userId: string, expiresAt: Date | null = null) {
+export async function issueKey(sql: Sql, userId: string, options: KeyOptions = {}) {
   await sql.query(
     "update public.api_keys set revoked_at = now() where user_id = $1 and revoked_at is null and expires_at <= now()",
     [userId],
@@ -58,13 +61,38 @@ export async function issueKey(sql: Sql, userId: string, expiresAt: Date | null 
   const key = newApiKey();
   const record = await sql.one<KeyRecord>(
     `with k as (
-       insert into public.api_keys (user_id, key_hash, key_prefix, expires_at) values ($1, $2, $3, $4)
-       returning id, user_id, key_prefix, created_at, last_used_at, expires_at, revoked_at
+       insert into public.api_keys (user_id, key_hash, key_prefix, expires_at, name, scopes)
+       values ($1, $2, $3, $4, $5, coalesce($6::text[], '{read,write}'))
+       returning id, user_id, name, scopes, key_prefix, created_at, last_used_at, expires_at, revoked_at
      )
      select ${RECORD} from k join public.users u on u.id = k.user_id`,
-    [userId, await hashApiKey(key), displayPrefix(key), expiresAt],
+    [userId, await hashApiKey(key), displayPrefix(key), options.expiresAt ?? null, options.name ?? null, options.scopes ?? null],
   );
   return { key, ...(record as KeyRecord) };
+}
+
+/** Every key record of the tenant, newest first, optionally of one user or only live ones. */
+export async function listKeys(sql: Sql, filters: { user_id?: string; live?: boolean; limit: number; offset: number }) {
+  const where = ["true"];
+  const params: unknown[] = [];
+  if (filters.user_id !== undefined) {
+    params.push(filters.user_id);
+    where.push(`k.user_id = $${params.length}`);
+  }
+  if (filters.live !== undefined) {
+    where.push(`${filters.live ? "" : "not "}(k.revoked_at is null and (k.expires_at is null or k.expires_at > now()))`);
+  }
+  const conditions = where.join(" and ");
+  const [count] = await sql.query<{ total: number }>(
+    `select count(*)::int as total from public.api_keys k where ${conditions}`,
+    params,
+  );
+  const rows = await sql.query<KeyRecord>(
+    `select ${RECORD} from public.api_keys k join public.users u on u.id = k.user_id where ${conditions}
+     order by k.created_at desc, k.id desc limit $${params.length + 1} offset $${params.length + 2}`,
+    [...params, filters.limit, filters.offset],
+  );
+  return { rows, meta: { total: count?.total ?? 0, limit: filters.limit, offset: filters.offset } };
 }
 
 /** Revokes one key if it is still live; returns whether it was. */

@@ -1,16 +1,23 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Principal } from "../auth/principal.ts";
 import type { Sql } from "../db/database.ts";
-import { locate, message, ok } from "../http/envelope.ts";
-import { forbidden, notFound, unauthorized } from "../http/errors.ts";
-import { authenticated, dataOf, errors, json, MessageSchema, newRouter } from "../http/openapi.ts";
-import { isUuid } from "../resources/fields.ts";
-import { activeKeyOf, findUserByEmail, issueKey, keyById, keyWithOwner, revokeKey } from "./data.ts";
+import { list, locate, message, ok } from "../http/envelope.ts";
+import { conflict, forbidden, notFound, unauthorized } from "../http/errors.ts";
+import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
+import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, revokeKey } from "./data.ts";
+
+const Scopes = z
+  .union([z.tuple([z.literal("read")]), z.tuple([z.literal("read"), z.literal("write")])])
+  .openapi({ description: '["read"] (GET and HEAD only) or ["read", "write"] (everything the user\'s role allows)' });
 
 const KeyRecord = z
   .object({
     id: z.string().uuid(),
+    user_id: z.string().uuid(),
     email: z.string(),
+    name: z.string().nullable(),
+    scopes: z.array(z.enum(["read", "write"])),
     key_prefix: z.string().openapi({ example: "camp_Ab3dE9fG" }),
     created_at: z.string().datetime(),
     last_used_at: z.string().datetime().nullable(),
@@ -31,7 +38,30 @@ const GenerateBody = z.object({
     .refine((v) => Date.parse(v) > Date.now(), "must be in the future")
     .optional()
     .openapi({ description: "Optional expiry (ISO 8601). Keys do not expire unless this is given." }),
+  name: requiredText(100).optional().openapi({ description: "What the key is for, e.g. the script that uses it" }),
+  scopes: Scopes.optional().openapi({ description: 'Default ["read", "write"]: everything the user\'s role allows' }),
 });
+
+const ListQuery = z.object({
+  user_id: idFilter(),
+  live: z
+    .enum(["true", "false"])
+    .transform((v) => v === "true")
+    .optional()
+    .openapi({
+      type: "string",
+      enum: ["true", "false"],
+      description: "Only live keys (true) or only revoked and expired ones (false)",
+    }),
+  ...pagination(100),
+});
+
+const KeyId = z.object({ id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }) });
+
+/** Only admins manage other people's keys. */
+function adminOnly(principal: Principal) {
+  if (principal.role !== "admin") throw forbidden("only an admin can list or revoke the tenant's keys");
+}
 
 /** The caller's own key: the one it authenticated with, or (for a Bearer token) its live key. */
 async function currentKeyId(sql: Sql, principal: Principal): Promise<string> {
@@ -72,6 +102,26 @@ const byId = createRoute({
   responses: { 200: json(dataOf(KeyRecord), "The key record"), ...errors(401, 404) },
 });
 
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Every key of the tenant, newest first, never a secret (admins)",
+  tags,
+  security: authenticated,
+  request: { query: ListQuery },
+  responses: { 200: json(listOf(KeyRecord), "A page of key records"), ...errors(400, 401, 403) },
+});
+
+const revokeById = createRoute({
+  method: "delete",
+  path: "/{id}",
+  summary: "Revoke any key of the tenant (admins); refused on the next request by every process",
+  tags,
+  security: authenticated,
+  request: { params: KeyId },
+  responses: { 200: json(MessageSchema, "Revoked"), ...errors(401, 403, 404, 409) },
+});
+
 const regenerate = createRoute({
   method: "post",
   path: "/regenerate",
@@ -92,7 +142,7 @@ const revoke = createRoute({
 
 export const apiKeyRoutes = newRouter()
   .openapi(generate, async (c) => {
-    const { email, expires_at } = c.req.valid("json");
+    const { email, expires_at, name, scopes } = c.req.valid("json");
     const principal = c.var.principal;
     const self = principal.email.toLowerCase() === email.toLowerCase();
     // An admin may issue for anyone in the tenant; anyone else only for
@@ -103,7 +153,7 @@ export const apiKeyRoutes = newRouter()
     const issued = await c.var.db.asTenant(principal, async (sql) => {
       const user = await findUserByEmail(sql, email);
       if (!user) throw notFound("user");
-      return issueKey(sql, user.id, expires_at ? new Date(expires_at) : null);
+      return issueKey(sql, user.id, { expiresAt: expires_at ? new Date(expires_at) : null, name, scopes });
     });
     locate(c, `/api/v1/api-keys/${issued.id}`);
     return ok(c, issued, 201);
@@ -119,19 +169,25 @@ export const apiKeyRoutes = newRouter()
   .openapi(byId, async (c) => {
     const { id } = c.req.valid("param");
     const principal = c.var.principal;
-    const record = isUuid(id) ? await c.var.db.asTenant(principal, (sql) => keyWithOwner(sql, id)) : undefined;
+    const record = isUuid(id) ? await c.var.db.asTenant(principal, (sql) => keyById(sql, id)) : undefined;
     // Someone else's key is as unknown to a non-admin as one of another tenant.
     if (!record || (principal.role !== "admin" && record.user_id !== principal.userId)) throw notFound("API key");
-    const { user_id: _, ...key } = record;
-    return ok(c, key);
+    return ok(c, record);
+  })
+  .openapi(listRoute, async (c) => {
+    adminOnly(c.var.principal);
+    const page = await c.var.db.asTenant(c.var.principal, (sql) => listKeys(sql, c.req.valid("query")));
+    return list(c, page.rows, page.meta);
   })
   .openapi(regenerate, async (c) => {
     const principal = c.var.principal;
     const issued = await c.var.db.asTenant(principal, async (sql) => {
       const keyId = await currentKeyId(sql, principal);
+      const current = await keyById(sql, keyId);
       // A concurrent regenerate or revoke got there first: this key is no longer valid.
       if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
-      return issueKey(sql, principal.userId);
+      // The new key does what the old one did.
+      return issueKey(sql, principal.userId, { name: current?.name, scopes: current?.scopes });
     });
     return ok(c, issued);
   })
@@ -140,6 +196,17 @@ export const apiKeyRoutes = newRouter()
     await c.var.db.asTenant(principal, async (sql) => {
       const keyId = await currentKeyId(sql, principal);
       if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
+    });
+    return message(c, "API key revoked");
+  })
+  // After /revoke, which /{id} would otherwise answer.
+  .openapi(revokeById, async (c) => {
+    adminOnly(c.var.principal);
+    const { id } = c.req.valid("param");
+    await c.var.db.asTenant(c.var.principal, async (sql) => {
+      const key = isUuid(id) ? await keyById(sql, id) : undefined;
+      if (!key) throw notFound("API key");
+      if (!(await revokeKey(sql, id))) throw conflict("this key is already revoked");
     });
     return message(c, "API key revoked");
   });

@@ -2,14 +2,18 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
 import type { ApiKeyRow, RateState } from "../db/database.ts";
-import { unauthorized } from "../http/errors.ts";
+import { forbidden, unauthorized } from "../http/errors.ts";
 import { rateCharge, rateHeaders, tooManyRequests } from "../http/rate-limit.ts";
 import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
 import type { TokenVerifier } from "./bearer-token.ts";
 import type { Principal } from "./principal.ts";
 
-type TokenUserRow = Omit<ApiKeyRow, "key_id">;
+type TokenUserRow = Omit<ApiKeyRow, "key_id" | "scopes">;
+
+/** What a read-only key may do: read, and rotate or revoke itself. */
+const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+const OWN_KEY = /\/api-keys\/(regenerate|revoke)$/;
 
 /**
  * Resolves the caller from `X-API-Key` (preferred when both are sent) or
@@ -32,7 +36,6 @@ export function authenticate(verifyToken: TokenVerifier) {
       const hash = await hashApiKey(apiKey);
       const found = await db.authenticateApiKey(
         hash,
-        await bodyInHand(c),
         (row) => ({
           tenantId: row.tenant_id,
           userId: row.user_id,
@@ -40,8 +43,10 @@ export function authenticate(verifyToken: TokenVerifier) {
           role: row.role,
           via: "api_key" as const,
           keyId: row.key_id,
+          scopes: row.scopes,
+          requestId: c.var.requestId,
         }),
-        charge,
+        { openScope: await bodyInHand(c), charge, requestId: c.var.requestId },
       );
       if (!found) throw unauthorized("invalid, revoked or expired API key");
       ({ principal, rate } = found);
@@ -65,7 +70,15 @@ export function authenticate(verifyToken: TokenVerifier) {
         identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
       ]);
       if (!user || others.length > 0) throw unauthorized("token does not belong to a known user");
-      principal = { tenantId: user.tenant_id, userId: user.user_id, email: user.email, role: user.role, via: "bearer" };
+      principal = {
+        tenantId: user.tenant_id,
+        userId: user.user_id,
+        email: user.email,
+        role: user.role,
+        via: "bearer",
+        scopes: ["read", "write"],
+        requestId: c.var.requestId,
+      };
       if (user.rate_limit != null)
         rate = { limit: user.rate_limit, remaining: user.remaining ?? 0, reset: user.reset_seconds ?? 1 };
     } else {
@@ -75,6 +88,9 @@ export function authenticate(verifyToken: TokenVerifier) {
     c.set("principal", principal);
     try {
       if (rate && rate.remaining < 0) throw tooManyRequests(rate);
+      if (!principal.scopes.includes("write") && !READ_METHODS.has(c.req.method) && !OWN_KEY.test(c.req.path)) {
+        throw forbidden("this API key is read-only: it may only GET and HEAD");
+      }
       await next();
     } finally {
       await db.closeScope(principal);

@@ -8,4 +8,8 @@ export interface Principal {
   via: "api_key" | "bearer";
   /** The key used, when via is api_key. */
   keyId?: string;
+  /** What the key may do; a Bearer token may do everything its user's role allows. */
+  scopes: Array<"read" | "write">;
+  /** The request's id, which the audit trail records with every change. */
+  requestId?: string;
 }

@@ -92,6 +92,7 @@ export interface ApiKeyRow {
   user_id: string;
   email: string;
   role: Principal["role"];
+  scopes: Principal["scopes"];
 }
 
 /** A rate limit to count a request against: `weight` hits of `limit` per `windowSeconds`. */
@@ -145,16 +146,33 @@ const scopeSettings = (claims: string) =>
   `set_config('plan_cache_mode', '${REQUEST_PLAN_CACHE_MODE}', true), set_config('DateStyle', '${DATE_STYLE}', true), ` +
   `set_config('request.jwt.claims', ${claims}, true)`;
 
+/** Who a tenant scope acts for; the optional parts go into the audit trail. */
+export type ScopePrincipal = Pick<Principal, "tenantId" | "userId" | "role"> &
+  Partial<Pick<Principal, "email" | "via" | "keyId" | "requestId">>;
+
+/**
+ * The transaction-local claims of a tenant scope: the API role, the tenant,
+ * the user and their role (for the policies), and how they called and in
+ * which request (for the audit trail's triggers).
+ */
+function claimsOf(principal: ScopePrincipal): string {
+  return JSON.stringify({
+    role: API_ROLE,
+    tenant_id: principal.tenantId,
+    sub: principal.userId,
+    app_role: principal.role,
+    email: principal.email,
+    via: principal.via,
+    key_id: principal.keyId,
+    request_id: principal.requestId,
+  });
+}
+
 /**
  * The service's handle on Postgres: a pool, and the one function that opens a
  * tenant scope. Handlers never filter by tenant themselves; the RLS policies
  * do it from the claims set here.
  */
-/** The transaction-local claims of a tenant scope: the API role, the tenant, the user and their role. */
-function claimsOf(principal: Pick<Principal, "tenantId" | "userId" | "role">): string {
-  return JSON.stringify({ role: API_ROLE, tenant_id: principal.tenantId, sub: principal.userId, app_role: principal.role });
-}
-
 export class Database {
   readonly pool: pg.Pool;
   /** Transactions opened with an API-key lookup, waiting for their request's first asTenant. */
@@ -197,11 +215,7 @@ export class Database {
    * used, so this works behind a transaction-mode pooler. Serialization
    * failures and deadlocks are retried; `work` must therefore be safe to rerun.
    */
-  async asTenant<T>(
-    principal: Pick<Principal, "tenantId" | "userId" | "role">,
-    work: (sql: Sql) => Promise<T>,
-    options: { ownTransaction?: boolean } = {},
-  ) {
+  async asTenant<T>(principal: ScopePrincipal, work: (sql: Sql) => Promise<T>, options: { ownTransaction?: boolean } = {}) {
     const claims = claimsOf(principal);
     // Inside withRequestTransaction, work joins the request's transaction,
     // unless it must be seen by others before the request ends (ownTransaction).
@@ -242,7 +256,7 @@ export class Database {
    * ran inside it.
    */
   async withRequestTransaction<T>(
-    principal: Pick<Principal, "tenantId" | "userId" | "role">,
+    principal: ScopePrincipal,
     work: (sql: Sql) => Promise<{ commit: boolean; result: T }>,
   ): Promise<T> {
     const open = this.takeOpenScope(principal);
@@ -279,10 +293,10 @@ export class Database {
    */
   async authenticateApiKey<P extends object>(
     hash: Uint8Array,
-    openScope: boolean,
     toPrincipal: (row: ApiKeyRow) => P,
-    charge?: RateCharge,
+    options: { openScope: boolean; charge?: RateCharge; requestId?: string },
   ): Promise<{ principal: P; rate?: RateState } | undefined> {
+    const { openScope, charge } = options;
     // The rate count runs in a statement of its own, committed at once, so
     // its counter row is never locked for the length of a request.
     const count = charge
@@ -297,15 +311,18 @@ export class Database {
       );
       return row && { principal: toPrincipal(row), rate: rateState(row) };
     }
-    const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role)::text`;
     const client = await this.pool.connect();
+    const requestId = options.requestId === undefined ? "null" : client.escapeLiteral(options.requestId);
+    // The claims claimsOf writes, from the key's row.
+    const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
+      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${requestId})::text`;
     try {
       // The hash is hex of our own digest, so it can stand in the text as a
       // literal: a parameter would need the extended protocol, which takes one
       // statement per round trip. The function runs (as its owner) before the
       // select list switches the role.
       const results = (await client.query(
-        `${count ? `select * from ${count}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, ${scopeSettings(claims)}
+        `${count ? `select * from ${count}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
          from private.authenticate_api_key('\\x${hex(hash)}'::bytea) k`,
       )) as unknown as pg.QueryResult<ApiKeyRow & RateRow>[];
       const row = results[results.length - 1]?.rows[0];

@@ -13,7 +13,9 @@ export type Database = {
           key_hash: string;
           key_prefix: string;
           last_used_at: string | null;
+          name: string | null;
           revoked_at: string | null;
+          scopes: string[];
           tenant_id: string;
           user_id: string;
         };
@@ -25,7 +27,9 @@ export type Database = {
           key_hash: string;
           key_prefix: string;
           last_used_at?: string | null;
+          name?: string | null;
           revoked_at?: string | null;
+          scopes?: string[];
           tenant_id?: string;
           user_id: string;
         };
@@ -36,7 +40,9 @@ export type Database = {
           key_hash?: string;
           key_prefix?: string;
           last_used_at?: string | null;
+          name?: string | null;
           revoked_at?: string | null;
+          scopes?: string[];
           tenant_id?: string;
           user_id?: string;
         };
@@ -47,6 +53,60 @@ export type Database = {
             isOneToOne: false;
             referencedRelation: "users";
             referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      audit_events: {
+        Row: {
+          action: string;
+          actor_email: string | null;
+          actor_key_id: string | null;
+          actor_user_id: string | null;
+          actor_via: string;
+          changes: NonNullable<Json>;
+          id: number;
+          occurred_at: string;
+          request_id: string | null;
+          resource_id: string;
+          resource_type: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          action: string;
+          actor_email?: string | null;
+          actor_key_id?: string | null;
+          actor_user_id?: string | null;
+          actor_via: string;
+          changes?: NonNullable<Json>;
+          id?: never;
+          occurred_at?: string;
+          request_id?: string | null;
+          resource_id: string;
+          resource_type: string;
+          tenant_id: string;
+        };
+        Update: {
+          action?: string;
+          actor_email?: string | null;
+          actor_key_id?: string | null;
+          actor_user_id?: string | null;
+          actor_via?: string;
+          changes?: NonNullable<Json>;
+          id?: never;
+          occurred_at?: string;
+          request_id?: string | null;
+          resource_id?: string;
+          resource_type?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "audit_events_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
           },
         ];
       };
@@ -203,6 +263,7 @@ export type Database = {
           date_of_birth: string | null;
           deleted_at: string | null;
           departure_date: string | null;
+          erased_at: string | null;
           first_name: string;
           full_name: string;
           gender: string | null;
@@ -237,6 +298,7 @@ export type Database = {
           date_of_birth?: string | null;
           deleted_at?: string | null;
           departure_date?: string | null;
+          erased_at?: string | null;
           first_name: string;
           full_name: string;
           gender?: string | null;
@@ -270,6 +332,7 @@ export type Database = {
           date_of_birth?: string | null;
           deleted_at?: string | null;
           departure_date?: string | null;
+          erased_at?: string | null;
           first_name?: string;
           full_name?: string;
           gender?: string | null;
@@ -566,6 +629,7 @@ export type Database = {
       };
       users: {
         Row: {
+          active: boolean;
           auth_subject: string | null;
           created_at: string;
           email: string;
@@ -576,6 +640,7 @@ export type Database = {
         };
         ComputedFields: never;
         Insert: {
+          active?: boolean;
           auth_subject?: string | null;
           created_at?: string;
           email: string;
@@ -585,6 +650,7 @@ export type Database = {
           updated_at?: string;
         };
         Update: {
+          active?: boolean;
           auth_subject?: string | null;
           created_at?: string;
           email?: string;

@@ -96,6 +96,8 @@ export function fromPgError(error: unknown): ApiError | undefined {
       const details = { field: error.column ?? "body", issue: error.message };
       return new ApiError("VALIDATION_ERROR", `${details.field}: ${details.issue}`, details);
     }
+    case "CA404":
+      return new ApiError("NOT_FOUND", error.message);
     case "CA409":
       return new ApiError("CONFLICT", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
     case "23505":

@@ -1,0 +1,98 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Sql } from "../db/database.ts";
+import { list } from "../http/envelope.ts";
+import { forbidden } from "../http/errors.ts";
+import { authenticated, errors, json, listOf, newRouter } from "../http/openapi.ts";
+import { cleanText, idFilter, pagination } from "../resources/fields.ts";
+
+/** The audit trail, read by the tenant's admins; the database writes it (see *_users_keys_audit.sql). */
+
+const AuditEvent = z
+  .object({
+    id: z.string().openapi({ description: "Increasing with time" }),
+    occurred_at: z.string().openapi({ format: "date-time" }),
+    actor_user_id: z.string().nullable().openapi({ format: "uuid" }),
+    actor_email: z.string().nullable(),
+    actor_via: z.enum(["api_key", "bearer", "operator"]),
+    actor_key_id: z.string().nullable().openapi({ format: "uuid" }),
+    request_id: z.string().nullable(),
+    action: z.enum(["create", "update", "delete", "erase"]),
+    resource_type: z.string(),
+    resource_id: z.string().openapi({ format: "uuid" }),
+    changes: z.record(z.string(), z.tuple([z.unknown(), z.unknown()])).openapi({
+      description: '{field: [before, after]} for the fields that changed; an erased participant\'s values read "erased"',
+    }),
+  })
+  .openapi("AuditEvent");
+
+const timestampFilter = () =>
+  z
+    .string()
+    .datetime({ offset: true, message: "must be an RFC 3339 timestamp" })
+    .optional()
+    .openapi({ type: "string", format: "date-time" });
+
+const Query = z.object({
+  resource_type: z.enum(["instance", "supergroup", "subgroup", "block", "room", "participant", "user", "api_key"]).optional(),
+  resource_id: idFilter(),
+  actor_user_id: idFilter(),
+  action: z.enum(["create", "update", "delete", "erase"]).optional(),
+  since: timestampFilter().openapi({ description: "At or after" }),
+  until: timestampFilter().openapi({ description: "Before" }),
+  request_id: cleanText().max(64).optional(),
+  ...pagination(100),
+});
+
+type Filters = z.infer<typeof Query>;
+
+async function listEvents(sql: Sql, filters: Filters) {
+  const where = ["true"];
+  const params: unknown[] = [];
+  const equal = (column: string, value: unknown) => {
+    if (value === undefined) return;
+    params.push(value);
+    where.push(`${column} = $${params.length}`);
+  };
+  equal("resource_type", filters.resource_type);
+  equal("resource_id", filters.resource_id);
+  equal("actor_user_id", filters.actor_user_id);
+  equal("action", filters.action);
+  equal("request_id", filters.request_id);
+  if (filters.since !== undefined) {
+    params.push(filters.since);
+    where.push(`occurred_at >= $${params.length}::timestamptz`);
+  }
+  if (filters.until !== undefined) {
+    params.push(filters.until);
+    where.push(`occurred_at < $${params.length}::timestamptz`);
+  }
+  const conditions = where.join(" and ");
+  const [count] = await sql.query<{ total: number }>(
+    `select count(*)::int as total from public.audit_events where ${conditions}`,
+    params,
+  );
+  const rows = await sql.query(
+    `select id::text, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action,
+            resource_type, resource_id, private.audit_changes_of(action, changes) as changes
+     from public.audit_events where ${conditions}
+     order by occurred_at desc, id desc limit $${params.length + 1} offset $${params.length + 2}`,
+    [...params, filters.limit, filters.offset],
+  );
+  return { rows, meta: { total: count?.total ?? 0, limit: filters.limit, offset: filters.offset } };
+}
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "Who changed what, newest first (admins)",
+  tags: ["audit"],
+  security: authenticated,
+  request: { query: Query },
+  responses: { 200: json(listOf(AuditEvent), "A page of events"), ...errors(400, 401, 403) },
+});
+
+export const auditRoutes = newRouter().openapi(listRoute, async (c) => {
+  if (c.var.principal.role !== "admin") throw forbidden("only an admin can read the audit trail");
+  const page = await c.var.db.asTenant(c.var.principal, (sql) => listEvents(sql, c.req.valid("query")));
+  return list(c, page.rows as never[], page.meta);
+});

@@ -1,0 +1,48 @@
+import { createRoute } from "@hono/zod-openapi";
+import { message } from "../http/envelope.ts";
+import { forbidden, notFound } from "../http/errors.ts";
+import { authenticated, errors, json, MessageSchema, newRouter } from "../http/openapi.ts";
+import { describeError, log } from "../log.ts";
+import type { PhotoStore } from "../photos/store.ts";
+import { IdParam, isUuid } from "../resources/fields.ts";
+
+/**
+ * The right to erasure: POST /api/v1/participants/{id}/erase (admins). The
+ * database removes the person's data from the row and from every earlier
+ * audit event, and records an `erase` event without values, in one
+ * transaction (private.erase_participant); the photo object goes once that
+ * has committed. The row keeps its id and instance, so counts and history
+ * stay whole.
+ */
+const route = createRoute({
+  method: "post",
+  path: "/{id}/erase",
+  summary: "Erase a participant's personal data for good (admins)",
+  description:
+    "Names, date of birth, every free-text field and the photo are removed; the row keeps its id and instance and is deleted. Earlier audit events keep which fields changed, not their values. Cannot be undone.",
+  tags: ["participants"],
+  security: authenticated,
+  request: { params: IdParam },
+  responses: { 200: json(MessageSchema, "Erased"), ...errors(401, 403, 404) },
+});
+
+export function eraseRoutes(store: PhotoStore) {
+  return newRouter().openapi(route, async (c) => {
+    if (c.var.principal.role !== "admin") throw forbidden("only an admin can erase a participant");
+    const { id } = c.req.valid("param");
+    if (!isUuid(id)) throw notFound("participant");
+    const [erased] = await c.var.db.asTenant(c.var.principal, (sql) =>
+      sql.query<{ photo_key: string | null }>("select private.erase_participant($1) as photo_key", [id]),
+    );
+    const photoKey = erased?.photo_key;
+    if (photoKey) {
+      try {
+        await store.delete(photoKey);
+      } catch (error) {
+        // The row no longer points at it: camp photos sweep removes it.
+        log.warn("erased participant's photo could not be deleted yet", { request_id: c.var.requestId, ...describeError(error) });
+      }
+    }
+    return message(c, "participant erased");
+  });
+}

@@ -1,0 +1,84 @@
+import type { Sql } from "../db/database.ts";
+
+/** A user as admins see them: never their identity-provider subject. */
+export interface UserRecord {
+  id: string;
+  email: string;
+  role: "admin" | "staff";
+  active: boolean;
+  created_at: Date;
+  updated_at: Date;
+  has_live_key: boolean;
+}
+
+const RECORD = `u.id, u.email, u.role, u.active, u.created_at, u.updated_at,
+  exists (select from public.api_keys k where k.user_id = u.id and k.revoked_at is null
+          and (k.expires_at is null or k.expires_at > now())) as has_live_key`;
+
+export interface UserFilters {
+  role?: "admin" | "staff";
+  active?: boolean;
+  q?: string;
+  limit: number;
+  offset: number;
+}
+
+export async function listUsers(sql: Sql, filters: UserFilters) {
+  const where = ["true"];
+  const params: unknown[] = [];
+  if (filters.role !== undefined) {
+    params.push(filters.role);
+    where.push(`u.role = $${params.length}`);
+  }
+  if (filters.active !== undefined) {
+    params.push(filters.active);
+    where.push(`u.active = $${params.length}`);
+  }
+  if (filters.q !== undefined) {
+    params.push(`%${filters.q.replace(/[\\%_]/g, "\\$&")}%`);
+    where.push(`u.email ilike $${params.length}`);
+  }
+  const conditions = where.join(" and ");
+  const [count] = await sql.query<{ total: number }>(
+    `select count(*)::int as total from public.users u where ${conditions}`,
+    params,
+  );
+  const rows = await sql.query<UserRecord>(
+    `select ${RECORD} from public.users u where ${conditions} order by u.created_at, u.id
+     limit $${params.length + 1} offset $${params.length + 2}`,
+    [...params, filters.limit, filters.offset],
+  );
+  return { rows, meta: { total: count?.total ?? 0, limit: filters.limit, offset: filters.offset } };
+}
+
+export async function getUser(sql: Sql, id: string) {
+  return sql.one<UserRecord>(`select ${RECORD} from public.users u where u.id = $1`, [id]);
+}
+
+/** A new user of the caller's tenant; an e-mail the tenant has already is a 409 (users_email_key). */
+export async function addUser(sql: Sql, email: string, role: "admin" | "staff") {
+  const [row] = await sql.query<{ id: string }>("insert into public.users (email, role) values ($1, $2) returning id", [
+    email,
+    role,
+  ]);
+  return getUser(sql, (row as { id: string }).id);
+}
+
+/**
+ * Changes a user's role or active flag. The database revokes a deactivated
+ * user's keys and refuses to leave a tenant without an active admin (409).
+ */
+export async function changeUser(sql: Sql, id: string, change: { role?: "admin" | "staff"; active?: boolean }) {
+  const set: string[] = [];
+  const params: unknown[] = [id];
+  if (change.role !== undefined) {
+    params.push(change.role);
+    set.push(`role = $${params.length}`);
+  }
+  if (change.active !== undefined) {
+    params.push(change.active);
+    set.push(`active = $${params.length}`);
+  }
+  const rows = await sql.query(`update public.users set ${set.join(", ")} where id = $1 returning id`, params);
+  return rows.length === 1 ? getUser(sql, id) : undefined;
+}

@@ -1,0 +1,124 @@
+import { createRoute, z } from "@hono/zod-openapi";
+import type { Principal } from "../auth/principal.ts";
+import { list, locate, ok } from "../http/envelope.ts";
+import { forbidden, notFound } from "../http/errors.ts";
+import { authenticated, dataOf, errors, json, listOf, newRouter } from "../http/openapi.ts";
+import { cleanText, IdParam, isUuid, pagination, SHORT_TEXT } from "../resources/fields.ts";
+import { addUser, changeUser, getUser, listUsers } from "./data.ts";
+
+/** Users of the tenant, managed by its admins (staff get 403). */
+
+const Role = z.enum(["admin", "staff"]);
+const timestamp = () => z.string().openapi({ format: "date-time" });
+
+const User = z
+  .object({
+    id: z.string().openapi({ format: "uuid" }),
+    email: z.string(),
+    role: Role,
+    active: z.boolean(),
+    created_at: timestamp(),
+    updated_at: timestamp(),
+    has_live_key: z.boolean(),
+  })
+  .openapi("User");
+
+const NewUser = z
+  .object({
+    email: z.string().trim().min(3).max(320).email(),
+    role: Role.openapi({ description: "admin or staff" }),
+  })
+  .openapi("NewUser");
+
+const UserChange = z
+  .object({
+    role: Role.optional(),
+    active: z.boolean().optional().openapi({ description: "false revokes the user's keys and refuses their Bearer tokens" }),
+  })
+  .refine((body) => body.role !== undefined || body.active !== undefined, "send role, active or both")
+  .openapi("UserChange");
+
+const Query = z.object({
+  role: Role.optional(),
+  active: z
+    .enum(["true", "false"])
+    .transform((v) => v === "true")
+    .optional()
+    .openapi({ type: "string", enum: ["true", "false"] }),
+  q: cleanText().trim().min(1).max(SHORT_TEXT).optional().openapi({ description: "Part of the e-mail address" }),
+  ...pagination(100),
+});
+
+const tags = ["users"];
+const body = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } }, required: true });
+
+function adminOnly(principal: Principal) {
+  if (principal.role !== "admin") throw forbidden("only an admin can manage users");
+}
+
+const listRoute = createRoute({
+  method: "get",
+  path: "/",
+  summary: "The tenant's users (admins)",
+  tags,
+  security: authenticated,
+  request: { query: Query },
+  responses: { 200: json(listOf(User), "A page of users"), ...errors(400, 401, 403) },
+});
+const getRoute = createRoute({
+  method: "get",
+  path: "/{id}",
+  summary: "One user (admins)",
+  tags,
+  security: authenticated,
+  request: { params: IdParam },
+  responses: { 200: json(dataOf(User), "The user"), ...errors(401, 403, 404) },
+});
+const createOne = createRoute({
+  method: "post",
+  path: "/",
+  summary: "Add a user to the tenant (admins); 409 when the e-mail is taken",
+  tags,
+  security: authenticated,
+  request: { body: body(NewUser) },
+  responses: { 201: json(dataOf(User), "The new user"), ...errors(400, 401, 403, 409) },
+});
+const changeOne = createRoute({
+  method: "patch",
+  path: "/{id}",
+  summary: "Change a user's role or deactivate them (admins); the last active admin cannot be demoted or deactivated (409)",
+  tags,
+  security: authenticated,
+  request: { params: IdParam, body: body(UserChange) },
+  responses: { 200: json(dataOf(User), "The user"), ...errors(400, 401, 403, 404, 409) },
+});
+
+export const userRoutes = newRouter()
+  .openapi(listRoute, async (c) => {
+    adminOnly(c.var.principal);
+    const page = await c.var.db.asTenant(c.var.principal, (sql) => listUsers(sql, c.req.valid("query")));
+    return list(c, page.rows, page.meta);
+  })
+  .openapi(getRoute, async (c) => {
+    adminOnly(c.var.principal);
+    const { id } = c.req.valid("param");
+    const user = isUuid(id) ? await c.var.db.asTenant(c.var.principal, (sql) => getUser(sql, id)) : undefined;
+    if (!user) throw notFound("user");
+    return ok(c, user);
+  })
+  .openapi(createOne, async (c) => {
+    adminOnly(c.var.principal);
+    const { email, role } = c.req.valid("json");
+    const user = await c.var.db.asTenant(c.var.principal, (sql) => addUser(sql, email, role));
+    if (!user) throw notFound("user");
+    locate(c, `/api/v1/users/${user.id}`);
+    return ok(c, user, 201);
+  })
+  .openapi(changeOne, async (c) => {
+    adminOnly(c.var.principal);
+    const { id } = c.req.valid("param");
+    const change = c.req.valid("json");
+    const user = isUuid(id) ? await c.var.db.asTenant(c.var.principal, (sql) => changeUser(sql, id, change)) : undefined;
+    if (!user) throw notFound("user");
+    return ok(c, user);
+  });
