@@ -249,8 +249,10 @@ describe("POST /api/v1/participants/bulk", () => {
   });
 
   it("leaves the single-participant routes as they were", async () => {
+    // /participants/bulk is its own resource, not a participant id: it takes POST only.
     const res = await call(app, "GET", "/api/v1/participants/bulk", { key });
-    expect(res.status).toBe(404);
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
     const created = await call(app, "POST", "/api/v1/participants", { key, body: row() });
     expect(created.status).toBe(201);
   });

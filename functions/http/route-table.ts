@@ -4,6 +4,8 @@ import { ApiError } from "./errors.ts";
 interface CompiledRoute {
   method: string;
   regex: RegExp;
+  /** No parameters: `/api-keys/my-key`, not `/api-keys/:id`. */
+  literal: boolean;
 }
 
 /** Hono path syntax (`/participants/:id`, `*`) as an anchored regular expression. */
@@ -34,18 +36,17 @@ export class RouteTable {
     // Built on first use, once every router is mounted. Middleware ("ALL") is not a route.
     this.compiled ??= this.app.routes
       .filter((r) => r.method !== "ALL")
-      .map((r) => ({ method: r.method, regex: compile(r.path) }));
+      .map((r) => ({ method: r.method, regex: compile(r.path), literal: !/[:*]/.test(r.path) }));
     return this.compiled;
   }
 
   /** Throws NOT_FOUND or METHOD_NOT_ALLOWED unless some route answers this method and path. */
   check(method: string, path: string): void {
     const wanted = method === "HEAD" ? "GET" : method;
-    const allowed = new Set(
-      this.routes()
-        .filter((r) => r.regex.test(path))
-        .map((r) => r.method),
-    );
+    const matching = this.routes().filter((r) => r.regex.test(path));
+    // A path a route names literally is that resource: `/api-keys/my-key` is not also an `/api-keys/:id`.
+    const named = matching.some((r) => r.literal) ? matching.filter((r) => r.literal) : matching;
+    const allowed = new Set(named.map((r) => r.method));
     if (allowed.has(wanted) || (method === "OPTIONS" && allowed.size > 0)) return;
     if (allowed.size === 0) throw new ApiError("NOT_FOUND", `no route for ${path}`);
     const allow = [...allowed].sort().join(", ");
