@@ -1,5 +1,5 @@
 import pg from "pg";
-import { asString, type RawRun, runLoops, type Template } from "./raw.ts";
+import { asString, executing, prepareOnce, type RawRun, runLoops, type Template } from "./raw.ts";
 import type { Slot, Vars } from "./scenarios.ts";
 import type { LoadFigures } from "./stats.ts";
 
@@ -44,7 +44,7 @@ function requestText(templates: Template[], v: Vars): string {
     .map((t) => {
       const values = valuesOf(t, v);
       if (t.name) return `execute ${prepared(t)}${values.length ? `(${values.join(", ")})` : ""}`;
-      return textOf(t, v).replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1] ?? "null");
+      return executing(textOf(t, v), t, "best").replace(/\$(\d+)/g, (_, n: string) => values[Number(n) - 1] ?? "null");
     })
     .join(";\n");
 }
@@ -62,6 +62,7 @@ export async function bestOnce(pool: pg.Pool, templates: Template[], v: Vars): P
       await client.query(`prepare ${prepared(t)} as ${textOf(t, v)}`);
       done.add(prepared(t));
     }
+    for (const t of templates) await prepareOnce(client, t, "best");
     const results = (await client.query(requestText(templates, v))) as unknown as pg.QueryResult[];
     const withRows = results.filter((r) => r.rows.length > 0);
     if (templates.some((t) => t.rows) && withRows.length === 0) throw new Error("best baseline: no rows returned");

@@ -18,6 +18,8 @@ interface Template {
   /** Whether the captured statement returned rows: a replay that returns none has gone wrong. */
   rows: boolean;
   name?: string;
+  /** See CapturedStatement.prepared. */
+  prepared?: { name: string; text: string };
   text: Part[];
   values?: Value[];
 }
@@ -52,16 +54,45 @@ export function compile(statements: CapturedStatement[], from: Vars): Template[]
       rows: statement.rows > 0,
       text,
       ...(statement.name ? { name: statement.name } : {}),
+      ...(statement.prepared ? { prepared: statement.prepared } : {}),
       ...(values ? { values } : {}),
     };
   });
 }
 
 function bind(template: Template, v: Vars): pg.QueryConfig {
-  const text = template.text.map((p) => (typeof p === "string" ? p : asString(v, p.slot))).join("");
+  const text = executing(template.text.map((p) => (typeof p === "string" ? p : asString(v, p.slot))).join(""), template, "raw");
   const values = template.values?.map((x) => ("slot" in x ? (x.slot === "keyHash" ? v.keyHash : v[x.slot]) : x.value));
   // A named statement's text never holds request values (they are parameters), so its name stays valid.
   return { text, ...(template.name ? { name: template.name } : {}), ...(values ? { values } : {}) };
+}
+
+/** The statements each connection has prepared with PREPARE, under a baseline's own names. */
+const preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
+
+/**
+ * A baseline's name for a statement it prepares with PREPARE: its own, so
+ * that it never meets a statement pg prepared under the API's name on the
+ * same connection.
+ */
+export const preparedName = (prefix: string, name: string) => `${prefix}_${name}`;
+
+/** Prepares the statement a template's text EXECUTEs (see Template.prepared), once per connection. */
+export async function prepareOnce(client: pg.PoolClient, template: Template, prefix: string): Promise<void> {
+  if (!template.prepared) return;
+  const done = preparedOn.get(client) ?? new Set<string>();
+  preparedOn.set(client, done);
+  const name = preparedName(prefix, template.prepared.name);
+  if (done.has(name)) return;
+  await client.query(`prepare ${name} as ${template.prepared.text}`);
+  done.add(name);
+}
+
+/** A template's text with its EXECUTE aimed at the baseline's own prepared statement. */
+export function executing(text: string, template: Template, prefix: string): string {
+  if (!template.prepared) return text;
+  const { name } = template.prepared;
+  return text.replace(`execute ${name}`, `execute ${preparedName(prefix, name)}`);
 }
 
 /** Replays one request's statements; returns the rows of the last statement that returned any. */
@@ -74,6 +105,7 @@ export async function replayOnce(pool: pg.Pool, templates: Template[], v: Vars):
     try {
       for (; i < templates.length && templates[i]?.client === clientNumber; i++) {
         const template = templates[i] as Template;
+        await prepareOnce(client, template, "raw");
         const result = (await client.query(bind(template, v))) as pg.QueryResult | pg.QueryResult[];
         const last = Array.isArray(result) ? result.at(-1) : result;
         if (template.rows && !last?.rows.length) throw new Error(`no rows from: ${last?.command} (captured: rows)`);

@@ -10,6 +10,12 @@ export interface CapturedStatement {
   /** Set when the API sent it as a named (prepared) statement; the replay does the same. */
   name?: string;
   values?: unknown[];
+  /**
+   * For an `execute <name>(…); commit` (a one-statement transaction's
+   * statement sent with its commit), the statement it runs, which the API's
+   * connection prepared earlier: the replay prepares it too.
+   */
+  prepared?: { name: string; text: string };
   /** Rows it returned (the last statement's, for several in one text); the replay expects rows where it had rows. */
   rows: number;
 }

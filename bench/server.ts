@@ -14,6 +14,8 @@ import { CAPTURE_HEADER, type CapturedStatement, type ServerReply, type ServerRe
  */
 
 let queries = 0;
+/** The text of every named statement the server has sent, by name (see CapturedStatement.prepared). */
+const namedTexts = new Map<string, string>();
 let capture: CapturedStatement[] | undefined;
 let clientIds = new WeakMap<object, number>();
 
@@ -37,6 +39,10 @@ const proto = pg.Client.prototype as unknown as { query: Query };
 const original = proto.query;
 proto.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
   queries++;
+  const named = config as { name?: string; text?: string } | string;
+  if (typeof named === "object" && named.name && named.text && !namedTexts.has(named.name)) {
+    namedTexts.set(named.name, named.text);
+  }
   if (capture && captured.getStore()) {
     let client = clientIds.get(this);
     if (client === undefined) {
@@ -49,6 +55,9 @@ proto.query = function (this: pg.Client, config: unknown, values?: unknown, call
     const entry: CapturedStatement = { client, text, rows: 0 };
     if (name) entry.name = name;
     if (params) entry.values = params.map(serialisable);
+    const executed = /^execute (\w+)/.exec(text)?.[1];
+    const preparedText = executed && namedTexts.get(executed);
+    if (executed && preparedText) entry.prepared = { name: executed, text: preparedText };
     capture.push(entry);
     const count = (result: unknown) => {
       entry.rows = rowCount(result);

@@ -71,3 +71,121 @@ describe("the tenant transaction", () => {
     expect(seen.map((r) => r.id)).not.toContain(other.tenantId);
   });
 });
+
+/** A one-connection Database whose round trips (pg query calls) are recorded as their texts. */
+function countingDatabase(prepare = true) {
+  const db = new Database(t().url, { max: 1, prepare });
+  const sent: string[] = [];
+  db.pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      sent.push(typeof config === "string" ? config : (config as { text: string }).text);
+      return query(config, ...rest);
+    };
+  });
+  return { db, sent };
+}
+
+describe("a one-statement transaction", () => {
+  const hostile = ['O\'Brien \\ "x" 😀 $1 ; commit; --', "\\x00"];
+  const statement = "select $1::text as a, $2::text as b, $3::bytea as c, $4::int as d, $5::boolean as e, $6::text as f";
+  const values = [...hostile, Buffer.from([0, 39, 92, 255]), 42, true, null];
+
+  it("sends the statement with the commit in one round trip once the connection has prepared it, with the same values", async () => {
+    const { db, sent } = countingDatabase();
+    try {
+      const once = () => db.asTenant(principal(), (sql) => sql.one(statement, values), { oneStatement: true });
+      const first = await once();
+      expect(sent).toHaveLength(3); // scope, the statement (prepared now), commit
+      sent.length = 0;
+      const second = await once();
+      expect(sent).toHaveLength(2); // scope, execute … ; commit
+      expect(sent[1]).toMatch(/^execute camp_\d+\(.*\); commit$/s);
+      expect(second).toEqual(first);
+      expect(first).toEqual({ a: hostile[0], b: hostile[1], c: Buffer.from([0, 39, 92, 255]), d: 42, e: true, f: null });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("commits a write it sends with the commit, under the tenant scope", async () => {
+    const { db, sent } = countingDatabase();
+    try {
+      const add = (email: string) =>
+        db.asTenant(
+          principal(),
+          (sql) =>
+            sql.one<{ tenant_id: string }>("insert into public.users (email, role) values ($1, 'staff') returning tenant_id", [
+              email,
+            ]),
+          {
+            oneStatement: true,
+          },
+        );
+      await add(`first-${crypto.randomUUID()}@example.org`);
+      sent.length = 0;
+      const email = `second-${crypto.randomUUID()}@example.org`;
+      expect((await add(email))?.tenant_id).toBe(tenant.tenantId);
+      expect(sent).toHaveLength(2);
+      const seen = await t().db.asOwner((sql) => sql.one("select tenant_id from public.users where email = $1", [email]));
+      expect(seen).toEqual({ tenant_id: tenant.tenantId });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("rolls back when the statement fails, and the connection serves the next request", async () => {
+    const { db } = countingDatabase();
+    try {
+      const email = `dup-${crypto.randomUUID()}@example.org`;
+      const add = () =>
+        db.asTenant(
+          principal(),
+          (sql) => sql.one("insert into public.users (email, role) values ($1, 'staff') returning id", [email]),
+          {
+            oneStatement: true,
+          },
+        );
+      await add();
+      await expect(add()).rejects.toMatchObject({ code: "23505" });
+      expect(
+        await db.asTenant(
+          principal(),
+          (sql) => sql.one("select count(*)::int as n from public.users where email = $1", [email]),
+          { oneStatement: true },
+        ),
+      ).toEqual({ n: 1 });
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("refuses a second statement", async () => {
+    await expect(
+      t().db.asTenant(
+        principal(),
+        async (sql) => {
+          await sql.query("select 1 as one", []);
+          return sql.query("select 2 as two", []);
+        },
+        { oneStatement: true },
+      ),
+    ).rejects.toThrow("a one-statement transaction was given a second statement");
+  });
+
+  it("sends the commit on its own with prepare: false, for transaction-mode poolers", async () => {
+    const { db, sent } = countingDatabase(false);
+    try {
+      for (let i = 0; i < 2; i++) {
+        sent.length = 0;
+        expect(await db.asTenant(principal(), (sql) => sql.one(statement, values), { oneStatement: true })).toMatchObject({
+          a: hostile[0],
+          d: 42,
+        });
+        expect(sent).toHaveLength(3);
+      }
+    } finally {
+      await db.close();
+    }
+  });
+});

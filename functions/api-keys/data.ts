@@ -1,5 +1,6 @@
 import { displayPrefix, hashApiKey, newApiKey } from "../auth/api-key-format.ts";
 import type { Sql } from "../db/database.ts";
+import { listPage } from "../db/list.ts";
 
 /** A key as clients see it: never the secret, never the hash. */
 export interface KeyRecord {
@@ -82,17 +83,15 @@ export async function listKeys(sql: Sql, filters: { user_id?: string; live?: boo
   if (filters.live !== undefined) {
     where.push(`${filters.live ? "" : "not "}(k.revoked_at is null and (k.expires_at is null or k.expires_at > now()))`);
   }
-  const conditions = where.join(" and ");
-  const [count] = await sql.query<{ total: number }>(
-    `select count(*)::int as total from public.api_keys k where ${conditions}`,
+  return listPage<KeyRecord>(sql, {
+    columns: RECORD,
+    from: "public.api_keys k join public.users u on u.id = k.user_id",
+    where,
     params,
-  );
-  const rows = await sql.query<KeyRecord>(
-    `select ${RECORD} from public.api_keys k join public.users u on u.id = k.user_id where ${conditions}
-     order by k.created_at desc, k.id desc limit $${params.length + 1} offset $${params.length + 2}`,
-    [...params, filters.limit, filters.offset],
-  );
-  return { rows, meta: { total: count?.total ?? 0, limit: filters.limit, offset: filters.offset } };
+    orderBy: "k.created_at desc, k.id desc",
+    limit: filters.limit,
+    offset: filters.offset,
+  });
 }
 
 /** Revokes one key if it is still live; returns whether it was. */

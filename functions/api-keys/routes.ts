@@ -169,14 +169,14 @@ export const apiKeyRoutes = newRouter()
   .openapi(byId, async (c) => {
     const { id } = c.req.valid("param");
     const principal = c.var.principal;
-    const record = isUuid(id) ? await c.var.db.asTenant(principal, (sql) => keyById(sql, id)) : undefined;
+    const record = isUuid(id) ? await c.var.db.asTenant(principal, (sql) => keyById(sql, id), { oneStatement: true }) : undefined;
     // Someone else's key is as unknown to a non-admin as one of another tenant.
     if (!record || (principal.role !== "admin" && record.user_id !== principal.userId)) throw notFound("API key");
     return ok(c, record);
   })
   .openapi(listRoute, async (c) => {
     adminOnly(c.var.principal);
-    const page = await c.var.db.asTenant(c.var.principal, (sql) => listKeys(sql, c.req.valid("query")));
+    const page = await c.var.db.asTenant(c.var.principal, (sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(regenerate, async (c) => {

@@ -1,5 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Sql } from "../db/database.ts";
+import { listPage } from "../db/list.ts";
 import { list } from "../http/envelope.ts";
 import { forbidden } from "../http/errors.ts";
 import { authenticated, errors, json, listOf, newRouter } from "../http/openapi.ts";
@@ -66,19 +67,16 @@ async function listEvents(sql: Sql, filters: Filters) {
     params.push(filters.until);
     where.push(`occurred_at < $${params.length}::timestamptz`);
   }
-  const conditions = where.join(" and ");
-  const [count] = await sql.query<{ total: number }>(
-    `select count(*)::int as total from public.audit_events where ${conditions}`,
+  return listPage(sql, {
+    columns: `id::text, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action,
+              resource_type, resource_id, private.audit_changes_of(action, changes) as changes`,
+    from: "public.audit_events",
+    where,
     params,
-  );
-  const rows = await sql.query(
-    `select id::text, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action,
-            resource_type, resource_id, private.audit_changes_of(action, changes) as changes
-     from public.audit_events where ${conditions}
-     order by occurred_at desc, id desc limit $${params.length + 1} offset $${params.length + 2}`,
-    [...params, filters.limit, filters.offset],
-  );
-  return { rows, meta: { total: count?.total ?? 0, limit: filters.limit, offset: filters.offset } };
+    orderBy: "occurred_at desc, id desc",
+    limit: filters.limit,
+    offset: filters.offset,
+  });
 }
 
 const listRoute = createRoute({
@@ -93,6 +91,6 @@ const listRoute = createRoute({
 
 export const auditRoutes = newRouter().openapi(listRoute, async (c) => {
   if (c.var.principal.role !== "admin") throw forbidden("only an admin can read the audit trail");
-  const page = await c.var.db.asTenant(c.var.principal, (sql) => listEvents(sql, c.req.valid("query")));
+  const page = await c.var.db.asTenant(c.var.principal, (sql) => listEvents(sql, c.req.valid("query")), { oneStatement: true });
   return list(c, page.rows as never[], page.meta);
 });

@@ -48,15 +48,78 @@ function statement(text: string, values: unknown[] | undefined, prepare: boolean
   return { name, text, values };
 }
 
-function wrap(client: pg.ClientBase, prepare: boolean): Sql {
+/** The named statements each connection has prepared (it keeps them as long as it lives). */
+const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
+
+/**
+ * A value as a quoted SQL literal: the text the extended protocol would send
+ * for it as a parameter. Values the protocol sends another way (arrays,
+ * dates, objects) have none; their statement is sent as usual.
+ */
+function literalOf(client: pg.ClientBase, value: unknown): string | undefined {
+  if (value === null || value === undefined) return "null";
+  if (typeof value === "string") return client.escapeLiteral(value);
+  if (typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) return `'${value}'`;
+  if (value instanceof Uint8Array) return client.escapeLiteral(`\\x${hex(value)}`);
+  return undefined;
+}
+
+/**
+ * A statement followed by the transaction's commit, in one text, so both
+ * travel in one round trip: EXECUTE of the statement this connection has
+ * already prepared (the same plan), its values as literals. Undefined when
+ * the statement is not yet prepared here or a value has no literal form.
+ */
+function withCommit(client: pg.ClientBase, config: pg.QueryConfig): string | undefined {
+  if (!config.name || !preparedOn.get(client)?.has(config.name)) return undefined;
+  const literals: string[] = [];
+  for (const value of config.values ?? []) {
+    const literal = literalOf(client, value);
+    if (literal === undefined) return undefined;
+    literals.push(literal);
+  }
+  return `execute ${config.name}${literals.length ? `(${literals.join(", ")})` : ""}; commit`;
+}
+
+/**
+ * A transaction whose work is one statement: the statement carries the
+ * commit (withCommit) when it can, and a second statement is a mistake of
+ * the caller's, refused before it could run outside the transaction.
+ */
+interface OneStatement {
+  sent: boolean;
+  committed: boolean;
+}
+
+async function send(client: pg.ClientBase, config: pg.QueryConfig, one: OneStatement | undefined): Promise<pg.QueryResult> {
+  if (one) {
+    if (one.sent) throw new Error("a one-statement transaction was given a second statement");
+    one.sent = true;
+    const text = withCommit(client, config);
+    if (text !== undefined) {
+      const [result] = (await client.query(text)) as unknown as pg.QueryResult[];
+      one.committed = true;
+      return result as pg.QueryResult;
+    }
+  }
+  const result = await client.query(config);
+  if (config.name) {
+    const names = preparedOn.get(client) ?? new Set<string>();
+    preparedOn.set(client, names.add(config.name));
+  }
+  return result;
+}
+
+function wrap(client: pg.ClientBase, prepare: boolean, one?: OneStatement): Sql {
   return {
     async query(text, values) {
-      return (await client.query(statement(text, values, prepare))).rows;
+      return (await send(client, statement(text, values, prepare), one)).rows;
     },
     async one(text, values) {
-      return (await client.query(statement(text, values, prepare))).rows[0];
+      return (await send(client, statement(text, values, prepare), one)).rows[0];
     },
     each(text, values, onRow) {
+      if (one) throw new Error("a one-statement transaction cannot stream rows");
       // A Query with a row listener and no callback does not collect its rows.
       const query = new pg.Query(statement(text, values, prepare));
       return new Promise((resolve, reject) => {
@@ -146,6 +209,19 @@ const scopeSettings = (claims: string) =>
   `set_config('plan_cache_mode', '${REQUEST_PLAN_CACHE_MODE}', true), set_config('DateStyle', '${DATE_STYLE}', true), ` +
   `set_config('request.jwt.claims', ${claims}, true)`;
 
+/** How asTenant runs its work. */
+export interface TenantOptions {
+  /** Commit on its own even inside withRequestTransaction: for what others must see before the request ends. */
+  ownTransaction?: boolean;
+  /**
+   * The work runs exactly one statement, so the commit can travel with it:
+   * one round trip fewer once the connection has prepared the statement
+   * (reads and single-row writes). Inside withRequestTransaction, or with
+   * prepared statements off, the commit is sent on its own as usual.
+   */
+  oneStatement?: boolean;
+}
+
 /** Who a tenant scope acts for; the optional parts go into the audit trail. */
 export type ScopePrincipal = Pick<Principal, "tenantId" | "userId" | "role"> &
   Partial<Pick<Principal, "email" | "via" | "keyId" | "requestId">>;
@@ -215,7 +291,7 @@ export class Database {
    * used, so this works behind a transaction-mode pooler. Serialization
    * failures and deadlocks are retried; `work` must therefore be safe to rerun.
    */
-  async asTenant<T>(principal: ScopePrincipal, work: (sql: Sql) => Promise<T>, options: { ownTransaction?: boolean } = {}) {
+  async asTenant<T>(principal: ScopePrincipal, work: (sql: Sql) => Promise<T>, options: TenantOptions = {}) {
     const claims = claimsOf(principal);
     // Inside withRequestTransaction, work joins the request's transaction,
     // unless it must be seen by others before the request ends (ownTransaction).
@@ -231,8 +307,9 @@ export class Database {
         // scope (set_config(..., true) is SET LOCAL). The claims are built above
         // from uuids and a fixed role, and quoted as a literal.
         if (!open) await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claims))}`);
-        const result = await work(wrap(client, this.prepare));
-        await client.query("commit");
+        const one = options.oneStatement ? { sent: false, committed: false } : undefined;
+        const result = await work(wrap(client, this.prepare, one));
+        if (!one?.committed) await client.query("commit");
         return result;
       } catch (error) {
         try {

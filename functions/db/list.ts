@@ -16,17 +16,27 @@ export interface ListQuery {
 }
 
 /**
- * One page of a list and the total: two statements, the count first (it can
- * use an index-only scan) and the page in (created_at, id) order so pages never
- * repeat or skip rows.
+ * One page of a list and the total, in one statement: the count, then the
+ * page in a lateral subquery beside it, so an empty page (an offset past the
+ * end) still brings the total. The order is deterministic ((created_at, id)
+ * by default), so pages never repeat or skip rows.
  */
 export async function listPage<R extends object>(sql: Sql, q: ListQuery): Promise<{ rows: R[]; meta: ListMeta }> {
   const where = q.where.length > 0 ? `where ${q.where.join(" and ")}` : "";
   const n = q.params.length;
-  const [count] = await sql.query<{ total: number }>(`select count(*) as total from ${q.from} ${where}`, q.params);
-  const rows = await sql.query<R>(
-    `select ${q.columns} from ${q.from} ${where} order by ${q.orderBy} limit $${n + 1} offset $${n + 2}`,
+  const found = await sql.query<R & Counted>(
+    `select c._total, p.* from (select count(*) as _total from ${q.from} ${where}) c
+     left join lateral (
+       select true as _on_page, ${q.columns} from ${q.from} ${where} order by ${q.orderBy} limit $${n + 1} offset $${n + 2}
+     ) p on true`,
     [...q.params, q.limit, q.offset],
   );
-  return { rows, meta: { total: count?.total ?? 0, limit: q.limit, offset: q.offset } };
+  const rows = found.filter((row) => row._on_page).map(({ _total, _on_page, ...row }) => row as unknown as R);
+  return { rows, meta: { total: found[0]?._total ?? 0, limit: q.limit, offset: q.offset } };
+}
+
+/** The columns listPage adds to each row. */
+interface Counted {
+  _total: number;
+  _on_page: boolean | null;
 }

@@ -92,19 +92,19 @@ participantRoutes.use("/:id", uuidPath);
 participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
-    const created = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input));
+    const created = await c.var.db.asTenant(c.var.principal, (sql) => createParticipant(sql, input), { oneStatement: true });
     locate(c, `/api/v1/participants/${(JSON.parse(created.json) as { id: string }).id}`);
     c.header("ETag", etagOf(created.version));
     return okOfJson<z.infer<typeof Participant>, 201>(c, created.json, 201);
   })
   .openapi(listRoute, async (c) => {
     const filters = c.req.valid("query");
-    const page = await c.var.db.asTenant(c.var.principal, (sql) => listParticipants(sql, filters));
+    const page = await c.var.db.asTenant(c.var.principal, (sql) => listParticipants(sql, filters), { oneStatement: true });
     return listOfJson<z.infer<typeof Participant>>(c, page.json, page.meta);
   })
   .openapi(get, async (c) => {
     const id = c.req.valid("param").id;
-    const found = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id));
+    const found = await c.var.db.asTenant(c.var.principal, (sql) => getParticipant(sql, id), { oneStatement: true });
     if (found === undefined) throw notFound("participant");
     const etag = etagOf(found.version);
     c.header("ETag", etag);

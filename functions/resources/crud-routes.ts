@@ -91,12 +91,12 @@ export function crudRoutes(spec: ResourceSpec) {
     .openapi(listRoute, async (c) => {
       const { limit, offset, sort, updated_since, include_deleted, ...filters } = c.req.valid("query") as Row & ListOptions;
       const options = { limit, offset, sort, updated_since, include_deleted: Boolean(include_deleted) };
-      const page = await c.var.db.asTenant(c.var.principal, (sql) => table.list(sql, filters, options));
+      const page = await c.var.db.asTenant(c.var.principal, (sql) => table.list(sql, filters, options), { oneStatement: true });
       return list(c, page.rows, page.meta);
     })
     .openapi(getRoute, async (c) => {
       const id = pathId(c.req.valid("param").id);
-      const found = await c.var.db.asTenant(c.var.principal, (sql) => table.get(sql, id));
+      const found = await c.var.db.asTenant(c.var.principal, (sql) => table.get(sql, id), { oneStatement: true });
       if (!found) throw notFound(noun);
       const etag = etagOf(found.version);
       c.header("ETag", etag);
@@ -105,7 +105,7 @@ export function crudRoutes(spec: ResourceSpec) {
     })
     .openapi(createOne, async (c) => {
       const values = c.req.valid("json") as Row;
-      const created = await c.var.db.asTenant(c.var.principal, (sql) => table.insert(sql, values));
+      const created = await c.var.db.asTenant(c.var.principal, (sql) => table.insert(sql, values), { oneStatement: true });
       locate(c, `${c.req.path.replace(/\/+$/, "")}/${(created.row as { id: string }).id}`);
       c.header("ETag", etagOf(created.version));
       return ok(c, created.row as Row, 201);

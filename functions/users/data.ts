@@ -1,4 +1,5 @@
 import type { Sql } from "../db/database.ts";
+import { listPage } from "../db/list.ts";
 
 /** A user as admins see them: never their identity-provider subject. */
 export interface UserRecord {
@@ -38,17 +39,15 @@ export async function listUsers(sql: Sql, filters: UserFilters) {
     params.push(`%${filters.q.replace(/[\\%_]/g, "\\$&")}%`);
     where.push(`u.email ilike $${params.length}`);
   }
-  const conditions = where.join(" and ");
-  const [count] = await sql.query<{ total: number }>(
-    `select count(*)::int as total from public.users u where ${conditions}`,
+  return listPage<UserRecord>(sql, {
+    columns: RECORD,
+    from: "public.users u",
+    where,
     params,
-  );
-  const rows = await sql.query<UserRecord>(
-    `select ${RECORD} from public.users u where ${conditions} order by u.created_at, u.id
-     limit $${params.length + 1} offset $${params.length + 2}`,
-    [...params, filters.limit, filters.offset],
-  );
-  return { rows, meta: { total: count?.total ?? 0, limit: filters.limit, offset: filters.offset } };
+    orderBy: "u.created_at, u.id",
+    limit: filters.limit,
+    offset: filters.offset,
+  });
 }
 
 export async function getUser(sql: Sql, id: string) {

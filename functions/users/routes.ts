@@ -96,13 +96,15 @@ const changeOne = createRoute({
 export const userRoutes = newRouter()
   .openapi(listRoute, async (c) => {
     adminOnly(c.var.principal);
-    const page = await c.var.db.asTenant(c.var.principal, (sql) => listUsers(sql, c.req.valid("query")));
+    const page = await c.var.db.asTenant(c.var.principal, (sql) => listUsers(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(getRoute, async (c) => {
     adminOnly(c.var.principal);
     const { id } = c.req.valid("param");
-    const user = isUuid(id) ? await c.var.db.asTenant(c.var.principal, (sql) => getUser(sql, id)) : undefined;
+    const user = isUuid(id)
+      ? await c.var.db.asTenant(c.var.principal, (sql) => getUser(sql, id), { oneStatement: true })
+      : undefined;
     if (!user) throw notFound("user");
     return ok(c, user);
   })
