@@ -30,9 +30,9 @@ export const asString = (v: Vars, slot: Slot): string => (slot === "keyHash" ? v
 export type { Template };
 
 export function compile(statements: CapturedStatement[], from: Vars): Template[] {
-  // Values may also stand in the text as literals: the claims, and the key's hash in a key lookup.
-  const textual = SLOTS.filter((s) => s !== "writeUserId");
-  const pattern = new RegExp(textual.map((s) => asString(from, s)).join("|"), "g");
+  // Values may also stand in the text as literals: the claims, the key's hash in a key lookup,
+  // and every value of a statement sent with its commit (execute …; commit).
+  const pattern = new RegExp(SLOTS.map((s) => asString(from, s)).join("|"), "g");
   const slotOf = new Map<string, Slot>(SLOTS.map((s) => [asString(from, s), s]));
   return statements.map((statement) => {
     const text: Part[] = [];

@@ -69,12 +69,16 @@ export interface Verdict {
 export function verdicts(run: RunResult): Verdict[] {
   const out: Verdict[] = [];
   for (const s of run.scenarios) {
-    out.push({ target: `${s.name}: API/raw ≥ ${s.target_ratio}`, measured: s.ratio.toFixed(2), met: s.ratio >= s.target_ratio });
+    out.push({
+      target: `${s.name}: API/raw ≥ ${s.target_ratio}`,
+      measured: s.ratio.toFixed(2),
+      met: Number.isFinite(s.ratio) && s.ratio >= s.target_ratio,
+    });
     const p99 = s.api.p99_ms / s.raw.p99_ms;
     out.push({
       target: `${s.name}: API p99 ≤ ${TARGETS.p99OverRaw} × raw p99`,
       measured: `${p99.toFixed(2)} ×`,
-      met: p99 <= TARGETS.p99OverRaw,
+      met: Number.isFinite(p99) && p99 <= TARGETS.p99OverRaw,
     });
     const limit = s.name === "write" ? TARGETS.writeRoundTrips : TARGETS.readRoundTrips;
     out.push({
@@ -82,7 +86,13 @@ export function verdicts(run: RunResult): Verdict[] {
       measured: String(s.api.round_trips),
       met: s.api.round_trips <= limit,
     });
-    out.push({ target: `${s.name}: no errors`, measured: String(s.api.errors), met: s.api.errors === 0 });
+    // A ratio to a baseline that failed means nothing, so its errors count too.
+    const errors = [s.api, s.floor, s.raw, s.best].map((side) => side.errors);
+    out.push({
+      target: `${s.name}: no errors (API, floor, raw, best)`,
+      measured: errors.join(", "),
+      met: errors.every((n) => n === 0),
+    });
   }
   if (run.scale_ratio !== undefined) {
     out.push({

@@ -1,6 +1,7 @@
 import type { Principal } from "./auth/principal.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
+import type { IdempotencyLookup } from "./http/idempotency.ts";
 
 /** What the middleware puts on each request's context, for the routes to read. */
 export interface AppEnv {
@@ -11,5 +12,7 @@ export interface AppEnv {
     requestId: string;
     /** Set by the auth middleware on every /api/v1 route. */
     principal: Principal;
+    /** An Idempotency-Key's lock and stored answer, when the key lookup's round trip fetched them (http/idempotency.ts). */
+    idempotencyLookup?: IdempotencyLookup;
   };
 }

@@ -3,6 +3,7 @@ import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
 import type { ApiKeyRow, RateState } from "../db/database.ts";
 import { forbidden, unauthorized } from "../http/errors.ts";
+import { type IdempotencyLookup, idempotencyKeyOf, lookupStatement } from "../http/idempotency.ts";
 import { rateCharge, rateHeaders, tooManyRequests } from "../http/rate-limit.ts";
 import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
@@ -34,7 +35,9 @@ export function authenticate(verifyToken: TokenVerifier) {
     if (apiKey !== undefined) {
       if (!looksLikeApiKey(apiKey)) throw unauthorized("invalid API key");
       const hash = await hashApiKey(apiKey);
-      const found = await db.authenticateApiKey(
+      // A POST's Idempotency-Key is looked up in the same round trip, in the scope the lookup opens.
+      const idempotencyKey = idempotencyKeyOf(c);
+      const found = await db.authenticateApiKey<Principal, IdempotencyLookup>(
         hash,
         (row) => ({
           tenantId: row.tenant_id,
@@ -46,10 +49,16 @@ export function authenticate(verifyToken: TokenVerifier) {
           scopes: row.scopes,
           requestId: c.var.requestId,
         }),
-        { openScope: await bodyInHand(c), charge, requestId: c.var.requestId },
+        {
+          openScope: await bodyInHand(c),
+          charge,
+          requestId: c.var.requestId,
+          inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
+        },
       );
       if (!found) throw unauthorized("invalid, revoked or expired API key");
       ({ principal, rate } = found);
+      if (found.inScope) c.set("idempotencyLookup", found.inScope);
     } else if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!match?.[1]) throw unauthorized("Authorization must be 'Bearer <token>'");

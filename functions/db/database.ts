@@ -329,12 +329,13 @@ export class Database {
    * Runs `work` in one tenant transaction that every asTenant for this
    * principal joins until it ends, so that what a whole request writes and
    * what is recorded about it commit together (idempotency). `work` says
-   * whether to commit; a throw rolls back. Not retried: the request's route
-   * ran inside it.
+   * whether to commit; a throw rolls back. Its `last` handle runs the
+   * statement that ends a committing transaction, sent with the commit (as
+   * asTenant's oneStatement). Not retried: the request's route ran inside it.
    */
   async withRequestTransaction<T>(
     principal: ScopePrincipal,
-    work: (sql: Sql) => Promise<{ commit: boolean; result: T }>,
+    work: (sql: Sql, last: Sql) => Promise<{ commit: boolean; result: T }>,
   ): Promise<T> {
     const open = this.takeOpenScope(principal);
     const client = open ?? (await this.pool.connect());
@@ -344,8 +345,9 @@ export class Database {
         await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(principal)))}`);
       }
       this.requestScopes.set(principal, client);
-      const { commit, result } = await work(wrap(client, this.prepare));
-      await client.query(commit ? "commit" : "rollback");
+      const one = { sent: false, committed: false };
+      const { commit, result } = await work(wrap(client, this.prepare), wrap(client, this.prepare, one));
+      if (!one.committed) await client.query(commit ? "commit" : "rollback");
       return result;
     } catch (error) {
       await client.query("rollback").catch(() => {
@@ -368,11 +370,21 @@ export class Database {
    * request is done, so a scope no asTenant used is ended. Only open a
    * scope when the request's body is already in hand: it holds a connection.
    */
-  async authenticateApiKey<P extends object>(
+  async authenticateApiKey<P extends object, S extends object = never>(
     hash: Uint8Array,
     toPrincipal: (row: ApiKeyRow) => P,
-    options: { openScope: boolean; charge?: RateCharge; requestId?: string },
-  ): Promise<{ principal: P; rate?: RateState } | undefined> {
+    options: {
+      openScope: boolean;
+      charge?: RateCharge;
+      requestId?: string;
+      /**
+       * A statement to run in the scope just opened, in the same round trip
+       * (with openScope only): SQL text whose values `quote` has made literals.
+       * Its first row comes back as `inScope`.
+       */
+      inScope?: (quote: (value: string) => string) => string;
+    },
+  ): Promise<{ principal: P; rate?: RateState; inScope?: S } | undefined> {
     const { openScope, charge } = options;
     // The rate count runs in a statement of its own, committed at once, so
     // its counter row is never locked for the length of a request.
@@ -393,6 +405,7 @@ export class Database {
     // The claims claimsOf writes, from the key's row.
     const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
       'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${requestId})::text`;
+    const inScope = options.inScope?.((value) => client.escapeLiteral(value));
     try {
       // The hash is hex of our own digest, so it can stand in the text as a
       // literal: a parameter would need the extended protocol, which takes one
@@ -400,9 +413,9 @@ export class Database {
       // select list switches the role.
       const results = (await client.query(
         `${count ? `select * from ${count}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
-         from private.authenticate_api_key('\\x${hex(hash)}'::bytea) k`,
+         from private.authenticate_api_key('\\x${hex(hash)}'::bytea) k${inScope ? `; ${inScope}` : ""}`,
       )) as unknown as pg.QueryResult<ApiKeyRow & RateRow>[];
-      const row = results[results.length - 1]?.rows[0];
+      const row = results[results.length - (inScope ? 2 : 1)]?.rows[0];
       if (!row) {
         await client.query("rollback");
         client.release();
@@ -410,7 +423,11 @@ export class Database {
       }
       const principal = toPrincipal(row);
       this.openScopes.set(principal, client);
-      return { principal, rate: count ? rateState(results[0]?.rows[0]) : undefined };
+      return {
+        principal,
+        rate: count ? rateState(results[0]?.rows[0]) : undefined,
+        inScope: inScope ? (results.at(-1)?.rows[0] as S | undefined) : undefined,
+      };
     } catch (error) {
       client.release(true);
       throw error;

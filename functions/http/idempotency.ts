@@ -13,6 +13,34 @@ const KEPT_HEADERS = ["content-type", "location", "etag"];
 /** Expired keys of the tenant removed by each keyed request, so the table never grows without bound. */
 const PRUNE_BATCH = 20;
 
+/**
+ * Takes the key's lock (held until the request's transaction ends) and reads
+ * its stored answer, for the caller of the tenant scope (the claims' tenant
+ * and user), given the key as a SQL expression: a parameter, or a literal
+ * when it rides in the key lookup's round trip. Outside a scope it returns
+ * no row and locks nothing.
+ */
+export const lookupStatement = (key: string) =>
+  `select pg_try_advisory_xact_lock(hashtextextended('idempotency/' || s.tenant_id || '/' || s.user_id || '/' || ${key}, 0)) as free,
+          (select to_jsonb(k) from (
+             select request_hash, status, headers, body from public.idempotency_keys
+             where user_id = s.user_id and key = ${key} and expires_at > now()) k) as stored
+   from (select private.request_tenant_id() as tenant_id,
+                (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')::uuid as user_id) s
+   where s.user_id is not null`;
+
+/** What lookupStatement found: whether the lock was free, and the answer stored under the key. */
+export interface IdempotencyLookup {
+  free: boolean;
+  stored: Stored | null;
+}
+
+/** The request's Idempotency-Key when it is a POST's and well formed (a malformed one is refused later, with 400). */
+export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
+  const key = c.req.header(HEADER);
+  return c.req.method === "POST" && key !== undefined && KEY.test(key) ? key : undefined;
+}
+
 interface Stored {
   request_hash: string;
   status: number;
@@ -39,15 +67,9 @@ export function idempotency() {
     const requestHash = await fingerprint(c);
     const { principal, db } = c.var;
 
-    return db.withRequestTransaction(principal, async (sql) => {
-      // One round trip: take the key's lock (held until this transaction ends), then read its answer.
-      const found = await sql.one<{ free: boolean; stored: Stored | null }>(
-        `select pg_try_advisory_xact_lock(hashtextextended($3, 0)) as free,
-                (select to_jsonb(k) from (
-                   select request_hash, status, headers, body from public.idempotency_keys
-                   where user_id = $1 and key = $2 and expires_at > now()) k) as stored`,
-        [principal.userId, key, `idempotency/${principal.tenantId}/${principal.userId}/${key}`],
-      );
+    return db.withRequestTransaction(principal, async (sql, last) => {
+      // The key lookup has usually done this in its own round trip, in this transaction.
+      const found = c.var.idempotencyLookup ?? (await sql.one<IdempotencyLookup>(lookupStatement("$1"), [key]));
       if (!found?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);
       const stored = found.stored;
       if (stored) {
@@ -60,7 +82,8 @@ export function idempotency() {
       await next();
       const response = c.res;
       if (response.status < 200 || response.status >= 300) return { commit: false, result: undefined };
-      await record(sql, principal.userId, key, requestHash, response);
+      // The answer is stored by the transaction's last statement, sent with the commit.
+      await record(last, principal.userId, key, requestHash, response);
       return { commit: true, result: undefined };
     });
   });

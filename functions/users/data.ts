@@ -56,11 +56,7 @@ export async function getUser(sql: Sql, id: string) {
 
 /** A new user of the caller's tenant; an e-mail the tenant has already is a 409 (users_email_key). */
 export async function addUser(sql: Sql, email: string, role: "admin" | "staff") {
-  const [row] = await sql.query<{ id: string }>("insert into public.users (email, role) values ($1, $2) returning id", [
-    email,
-    role,
-  ]);
-  return getUser(sql, (row as { id: string }).id);
+  return sql.one<UserRecord>(`insert into public.users as u (email, role) values ($1, $2) returning ${RECORD}`, [email, role]);
 }
 
 /**

@@ -111,7 +111,7 @@ export const userRoutes = newRouter()
   .openapi(createOne, async (c) => {
     adminOnly(c.var.principal);
     const { email, role } = c.req.valid("json");
-    const user = await c.var.db.asTenant(c.var.principal, (sql) => addUser(sql, email, role));
+    const user = await c.var.db.asTenant(c.var.principal, (sql) => addUser(sql, email, role), { oneStatement: true });
     if (!user) throw notFound("user");
     locate(c, `/api/v1/users/${user.id}`);
     return ok(c, user, 201);

@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Database } from "../functions/db/database.ts";
+import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { useTestDatabase } from "./support/database.ts";
+import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+
+/**
+ * Database round trips per request (each pg query call is one: pg waits for
+ * Postgres before it sends the next): a read in two (the key lookup that
+ * opens the tenant scope, then the statement with its commit), a write in
+ * three at most, Idempotency-Key included. Counted on a one-connection pool,
+ * so every statement has been prepared by the requests before.
+ */
+
+const t = useTestDatabase();
+let tenant: TestTenant;
+let camp: CampStructure;
+beforeAll(async () => {
+  tenant = await newTenant(t().db);
+  camp = await addCampStructure(t(), tenant.tenantId);
+});
+
+function countingApp(prepare: boolean) {
+  const db = new Database(t().url, { max: 1, prepare });
+  const sent: string[] = [];
+  db.pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      sent.push(typeof config === "string" ? config : (config as { text: string }).text);
+      return query(config, ...rest);
+    };
+  });
+  return { db, app: testApp(db), sent };
+}
+
+/** The round trips of a request, after the same request has run once (so its statements are prepared). */
+async function roundTrips(
+  subject: { app: TestApp; sent: string[] },
+  method: string,
+  path: () => string,
+  options: { body?: () => unknown; headers?: () => Record<string, string>; status: number },
+) {
+  const once = async () => {
+    subject.sent.length = 0;
+    const response = await call(subject.app, method, path(), {
+      key: tenant.admin.key,
+      body: options.body?.(),
+      headers: options.headers?.(),
+    });
+    expect(response.status, JSON.stringify(response.body)).toBe(options.status);
+    return subject.sent.length;
+  };
+  await once();
+  return once();
+}
+
+let n = 0;
+const participant = () => ({ user_id: `rt-${++n}`, instance_id: camp.instanceId, first_name: "Ada", surname: "Byron" });
+
+describe.each([
+  { prepare: true, read: 2, write: 2, keyed: 3 },
+  // Behind a transaction-mode pooler (DB_PREPARED_STATEMENTS=false) the commit goes on its own.
+  { prepare: false, read: 3, write: 3, keyed: 4 },
+])("round trips with prepared statements $prepare", ({ prepare, read, write, keyed }) => {
+  let subject: ReturnType<typeof countingApp>;
+  let participantId: string;
+  beforeAll(async () => {
+    subject = countingApp(prepare);
+    const created = await call(subject.app, "POST", "/api/v1/participants", { key: tenant.admin.key, body: participant() });
+    participantId = (created.body as { data: { id: string } }).data.id;
+  });
+  afterAll(() => subject.db.close());
+
+  it("reads one participant, a page of participants, one instance and a page of instances", async () => {
+    expect(await roundTrips(subject, "GET", () => `/api/v1/participants/${participantId}`, { status: 200 })).toBe(read);
+    expect(await roundTrips(subject, "GET", () => `/api/v1/participants?instance_id=${camp.instanceId}`, { status: 200 })).toBe(
+      read,
+    );
+    expect(await roundTrips(subject, "GET", () => `/api/v1/instances/${camp.instanceId}`, { status: 200 })).toBe(read);
+    expect(await roundTrips(subject, "GET", () => "/api/v1/instances", { status: 200 })).toBe(read);
+    expect(await roundTrips(subject, "GET", () => "/api/v1/users", { status: 200 })).toBe(read);
+  });
+
+  it("creates a participant, audit trail included", async () => {
+    expect(await roundTrips(subject, "POST", () => "/api/v1/participants", { body: participant, status: 201 })).toBe(write);
+  });
+
+  it("creates a participant under an Idempotency-Key, and replays it", async () => {
+    const withKey = { body: participant, headers: () => ({ "Idempotency-Key": `rt-${n}` }), status: 201 };
+    expect(await roundTrips(subject, "POST", () => "/api/v1/participants", withKey)).toBe(keyed);
+    // A replay: the lookup rides with the key's, then the transaction ends without writing.
+    const body = { ...participant(), user_id: `again-${prepare}` };
+    const again = () =>
+      call(subject.app, "POST", "/api/v1/participants", {
+        key: tenant.admin.key,
+        body,
+        headers: { "Idempotency-Key": `again-${prepare}` },
+      });
+    expect((await again()).status).toBe(201);
+    subject.sent.length = 0;
+    const replay = await again();
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(subject.sent.length).toBe(2);
+  });
+
+  it("updates a participant (the update, then its commit)", async () => {
+    expect(
+      await roundTrips(subject, "PATCH", () => `/api/v1/participants/${participantId}`, {
+        body: () => ({ surname: `S${++n}` }),
+        status: 200,
+      }),
+    ).toBe(3);
+  });
+});
