@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Database } from "../functions/db/database.ts";
-import { ApiError } from "../functions/http/errors.ts";
+import { ApiError } from "../functions/errors.ts";
 import { decodeCsv } from "../functions/participants-bulk/csv-import.ts";
 import { type ImportReport, importParticipants, type LineIssue } from "../functions/participants-bulk/import.ts";
 import { importPrincipal } from "../functions/participants-bulk/operator.ts";
@@ -38,7 +38,7 @@ export async function importFile(db: Database, file: string, options: ImportOpti
   const bar = progressBar(options.dryRun ? "checking" : "importing");
   let started = false;
   try {
-    return await importParticipants(db, principal, {
+    return await importParticipants(db.scopeFor(principal), {
       text,
       instanceId: options.instance,
       dryRun: options.dryRun ?? false,

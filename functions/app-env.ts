@@ -1,6 +1,6 @@
 import type { Principal } from "./auth/principal.ts";
 import type { Config } from "./config.ts";
-import type { Database } from "./db/database.ts";
+import type { Database, TenantScope } from "./db/database.ts";
 import type { IdempotencyLookup } from "./http/idempotency.ts";
 
 /** What the middleware puts on each request's context, for the routes to read. */
@@ -12,6 +12,8 @@ export interface AppEnv {
     requestId: string;
     /** Set by the auth middleware on every /api/v1 route. */
     principal: Principal;
+    /** The caller's tenant scope: every route's way to the database (set and closed by the auth middleware). */
+    tenant: TenantScope<Principal>;
     /** An Idempotency-Key's lock and stored answer, when the key lookup's round trip fetched them (http/idempotency.ts). */
     idempotencyLookup?: IdempotencyLookup;
   };

@@ -21,9 +21,9 @@ import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
 import { eraseRoutes } from "./participants/erase.ts";
 import { participantRoutes } from "./participants/routes.ts";
-import { participantBulkRoutes } from "./participants-bulk/routes.ts";
+import { BULK_BODIES, participantBulkRoutes } from "./participants-bulk/routes.ts";
 import { defaultPhotoStore } from "./photos/default-store.ts";
-import { photoRoutes } from "./photos/routes.ts";
+import { PHOTO_BODY, photoRoutes } from "./photos/routes.ts";
 import type { PhotoStore } from "./photos/store.ts";
 import { roomRoutes } from "./rooms/routes.ts";
 import { userRoutes } from "./users/routes.ts";
@@ -92,7 +92,7 @@ export function createApp(deps: AppDeps) {
       await next();
     }),
   );
-  app.use("*", bodyPolicy());
+  app.use("*", bodyPolicy([PHOTO_BODY, ...BULK_BODIES]));
   // Public documentation (openapi.json, /docs): mounted before authentication, whose chain it ends.
   mountDocs(app);
   app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config)));

@@ -1,8 +1,8 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { Server as NetServer } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
+import { serviceUnavailable } from "../functions/errors.ts";
 import { errorBody } from "../functions/http/envelope.ts";
-import { serviceUnavailable } from "../functions/http/errors.ts";
 
 export interface HttpServer {
   port: number;

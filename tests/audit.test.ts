@@ -3,7 +3,7 @@ import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MemoryPhotoStore } from "../functions/photos/memory-store.ts";
 import { connectionDetails, grantReportingRole } from "../functions/reporting/operator.ts";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 import { image } from "./support/images.ts";
@@ -18,9 +18,7 @@ let tenant: TestTenant;
 let camp: CampStructure;
 
 beforeAll(async () => {
-  app = testApp(t().db);
-  tenant = await newTenant(t().db);
-  camp = await addCampStructure(t(), tenant.tenantId);
+  ({ app, tenant, camp } = await tenantWithCamp(t()));
 });
 
 interface Event {

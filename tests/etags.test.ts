@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
-import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { call, type TestApp, type TestTenant } from "./support/fixtures.ts";
 
 /**
  * Optimistic concurrency: a strong ETag on every single-record read and write,
@@ -15,9 +15,7 @@ let tenant: TestTenant;
 let camp: CampStructure;
 
 beforeAll(async () => {
-  app = testApp(t().db);
-  tenant = await newTenant(t().db);
-  camp = await addCampStructure(t(), tenant.tenantId);
+  ({ app, tenant, camp } = await tenantWithCamp(t()));
 });
 
 const resources = () => [

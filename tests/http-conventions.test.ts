@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 
@@ -11,9 +11,7 @@ let tenant: TestTenant;
 let camp: CampStructure;
 
 beforeAll(async () => {
-  app = testApp(t().db);
-  tenant = await newTenant(t().db);
-  camp = await addCampStructure(t(), tenant.tenantId);
+  ({ app, tenant, camp } = await tenantWithCamp(t()));
 });
 
 /** Where a response's Location points, resolved as a client would against the request's URL. */

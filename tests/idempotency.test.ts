@@ -1,8 +1,8 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { addCampStructure, type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
-import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { call, newTenant, type TestApp, type TestTenant } from "./support/fixtures.ts";
 import { image } from "./support/images.ts";
 import { multipart, newParticipant, photoApp } from "./support/photos.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
@@ -15,9 +15,7 @@ let tenant: TestTenant;
 let camp: CampStructure;
 
 beforeAll(async () => {
-  app = testApp(t().db);
-  tenant = await newTenant(t().db);
-  camp = await addCampStructure(t(), tenant.tenantId);
+  ({ app, tenant, camp } = await tenantWithCamp(t()));
 });
 
 const count = async (table: string, where: string, values: unknown[]) =>

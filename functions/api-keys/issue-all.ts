@@ -1,6 +1,6 @@
 import type { Database } from "../db/database.ts";
 import { isPgError } from "../db/pg-errors.ts";
-import { notFound } from "../http/errors.ts";
+import { notFound } from "../errors.ts";
 import { issueKeyFor, type UserRef } from "../tenants/operator.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Principal } from "../auth/principal.ts";
 import type { Sql } from "../db/database.ts";
+import { conflict, forbidden, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
-import { conflict, forbidden, notFound, unauthorized } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
 import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, revokeKey } from "./data.ts";
@@ -150,7 +150,7 @@ export const apiKeyRoutes = newRouter()
     if (principal.role !== "admin" && !(principal.via === "bearer" && self)) {
       throw forbidden("only an admin can issue keys for other users");
     }
-    const issued = await c.var.db.asTenant(principal, async (sql) => {
+    const issued = await c.var.tenant.run(async (sql) => {
       const user = await findUserByEmail(sql, email);
       if (!user) throw notFound("user");
       return issueKey(sql, user.id, { expiresAt: expires_at ? new Date(expires_at) : null, name, scopes });
@@ -160,7 +160,7 @@ export const apiKeyRoutes = newRouter()
   })
   .openapi(myKey, async (c) => {
     const principal = c.var.principal;
-    const record = await c.var.db.asTenant(principal, async (sql) =>
+    const record = await c.var.tenant.run(async (sql) =>
       principal.keyId ? keyById(sql, principal.keyId) : activeKeyOf(sql, principal.userId),
     );
     if (!record) throw notFound("API key");
@@ -169,19 +169,19 @@ export const apiKeyRoutes = newRouter()
   .openapi(byId, async (c) => {
     const { id } = c.req.valid("param");
     const principal = c.var.principal;
-    const record = isUuid(id) ? await c.var.db.asTenant(principal, (sql) => keyById(sql, id), { oneStatement: true }) : undefined;
+    const record = isUuid(id) ? await c.var.tenant.run((sql) => keyById(sql, id), { oneStatement: true }) : undefined;
     // Someone else's key is as unknown to a non-admin as one of another tenant.
     if (!record || (principal.role !== "admin" && record.user_id !== principal.userId)) throw notFound("API key");
     return ok(c, record);
   })
   .openapi(listRoute, async (c) => {
     adminOnly(c.var.principal);
-    const page = await c.var.db.asTenant(c.var.principal, (sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
+    const page = await c.var.tenant.run((sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(regenerate, async (c) => {
     const principal = c.var.principal;
-    const issued = await c.var.db.asTenant(principal, async (sql) => {
+    const issued = await c.var.tenant.run(async (sql) => {
       const keyId = await currentKeyId(sql, principal);
       const current = await keyById(sql, keyId);
       // A concurrent regenerate or revoke got there first: this key is no longer valid.
@@ -193,7 +193,7 @@ export const apiKeyRoutes = newRouter()
   })
   .openapi(revoke, async (c) => {
     const principal = c.var.principal;
-    await c.var.db.asTenant(principal, async (sql) => {
+    await c.var.tenant.run(async (sql) => {
       const keyId = await currentKeyId(sql, principal);
       if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
     });
@@ -203,7 +203,7 @@ export const apiKeyRoutes = newRouter()
   .openapi(revokeById, async (c) => {
     adminOnly(c.var.principal);
     const { id } = c.req.valid("param");
-    await c.var.db.asTenant(c.var.principal, async (sql) => {
+    await c.var.tenant.run(async (sql) => {
       const key = isUuid(id) ? await keyById(sql, id) : undefined;
       if (!key) throw notFound("API key");
       if (!(await revokeKey(sql, id))) throw conflict("this key is already revoked");

@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import { forbidden } from "../errors.ts";
 import { list } from "../http/envelope.ts";
-import { forbidden } from "../http/errors.ts";
 import { authenticated, errors, json, listOf, newRouter } from "../http/openapi.ts";
 import { cleanText, idFilter, pagination } from "../resources/fields.ts";
 
@@ -91,6 +91,6 @@ const listRoute = createRoute({
 
 export const auditRoutes = newRouter().openapi(listRoute, async (c) => {
   if (c.var.principal.role !== "admin") throw forbidden("only an admin can read the audit trail");
-  const page = await c.var.db.asTenant(c.var.principal, (sql) => listEvents(sql, c.req.valid("query")), { oneStatement: true });
+  const page = await c.var.tenant.run((sql) => listEvents(sql, c.req.valid("query")), { oneStatement: true });
   return list(c, page.rows as never[], page.meta);
 });

@@ -37,7 +37,7 @@ export function displayPrefix(key: string): string {
 /**
  * SHA-256 of the whole key. Computed in JS (@noble/hashes): for 48 bytes this
  * takes microseconds, where WebCrypto's asynchronous digest is a thread-pool
- * job, the costliest step of authenticating a request (bench/README.md).
+ * job on every request: the digest must not wait for a thread.
  */
 export async function hashApiKey(key: string): Promise<Uint8Array> {
   return sha256(new TextEncoder().encode(key));

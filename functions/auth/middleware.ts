@@ -1,8 +1,8 @@
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
-import type { ApiKeyRow, RateState } from "../db/database.ts";
-import { forbidden, unauthorized } from "../http/errors.ts";
+import type { ApiKeyRow, RateState, TenantScope } from "../db/database.ts";
+import { forbidden, unauthorized } from "../errors.ts";
 import { type IdempotencyLookup, idempotencyKeyOf, lookupStatement } from "../http/idempotency.ts";
 import { rateCharge, rateHeaders, tooManyRequests } from "../http/rate-limit.ts";
 import { isUuid } from "../resources/fields.ts";
@@ -19,9 +19,11 @@ const OWN_KEY = /\/api-keys\/(regenerate|revoke)$/;
 /**
  * Resolves the caller from `X-API-Key` (preferred when both are sent) or
  * `Authorization: Bearer`. Nothing is cached: a revoked key is refused on the
- * very next request by every server process. An API-key lookup also opens the
- * request's tenant transaction when it can (Database.authenticateApiKey); it
- * is closed here if the route never used it.
+ * very next request by every server process. Sets the caller (`principal`)
+ * and its tenant scope (`tenant`), through which the routes reach the
+ * database. An API-key lookup also opens the scope's first transaction when
+ * it can (Database.authenticateApiKey); it is closed here if the route never
+ * used it.
  */
 export function authenticate(verifyToken: TokenVerifier) {
   return createMiddleware<AppEnv>(async (c, next) => {
@@ -29,7 +31,7 @@ export function authenticate(verifyToken: TokenVerifier) {
     const apiKey = c.req.header("x-api-key");
     const authorization = c.req.header("authorization");
     const charge = rateCharge(c);
-    let principal: Principal | undefined;
+    let tenant: TenantScope<Principal>;
     let rate: RateState | undefined;
 
     if (apiKey !== undefined) {
@@ -57,7 +59,7 @@ export function authenticate(verifyToken: TokenVerifier) {
         },
       );
       if (!found) throw unauthorized("invalid, revoked or expired API key");
-      ({ principal, rate } = found);
+      ({ scope: tenant, rate } = found);
       if (found.inScope) c.set("idempotencyLookup", found.inScope);
     } else if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
@@ -79,7 +81,7 @@ export function authenticate(verifyToken: TokenVerifier) {
         identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
       ]);
       if (!user || others.length > 0) throw unauthorized("token does not belong to a known user");
-      principal = {
+      tenant = db.scopeFor<Principal>({
         tenantId: user.tenant_id,
         userId: user.user_id,
         email: user.email,
@@ -87,14 +89,16 @@ export function authenticate(verifyToken: TokenVerifier) {
         via: "bearer",
         scopes: ["read", "write"],
         requestId: c.var.requestId,
-      };
+      });
       if (user.rate_limit != null)
         rate = { limit: user.rate_limit, remaining: user.remaining ?? 0, reset: user.reset_seconds ?? 1 };
     } else {
       throw unauthorized("missing credential: send X-API-Key or Authorization: Bearer");
     }
 
+    const principal = tenant.principal;
     c.set("principal", principal);
+    c.set("tenant", tenant);
     try {
       if (rate && rate.remaining < 0) throw tooManyRequests(rate);
       if (!principal.scopes.includes("write") && !READ_METHODS.has(c.req.method) && !OWN_KEY.test(c.req.path)) {
@@ -102,7 +106,7 @@ export function authenticate(verifyToken: TokenVerifier) {
       }
       await next();
     } finally {
-      await db.closeScope(principal);
+      await tenant.close();
     }
     // Every answer says what is left; a 429 carries the same fields itself.
     if (rate) for (const [name, value] of Object.entries(rateHeaders(rate))) c.res.headers.set(name, value);

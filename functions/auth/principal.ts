@@ -1,9 +1,12 @@
+/** A user's role within their tenant (users.role's check constraint holds the same two). */
+export type Role = "admin" | "staff";
+
 /** Who is calling: resolved by the auth middleware from an API key or a Bearer token. */
 export interface Principal {
   tenantId: string;
   userId: string;
   email: string;
-  role: "admin" | "staff";
+  role: Role;
   /** How the caller proved who it is. */
   via: "api_key" | "bearer";
   /** The key used, when via is api_key. */

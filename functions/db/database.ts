@@ -188,8 +188,8 @@ const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padSt
  * How a request's prepared statements are planned: once, for any values (a
  * generic plan), not again for each request's values. Postgres otherwise
  * chooses per statement, and for the participant list, whose generic plan is
- * the same plan, it kept planning afresh (0.4–0.75 ms a request, a third of
- * the list's database time) because it costs `limit $n` above a known limit.
+ * the same plan, it kept planning afresh on every request, because it costs
+ * `limit $n` above a known limit.
  * Statements that need their values' plan set force_custom_plan themselves.
  */
 export const REQUEST_PLAN_CACHE_MODE = "force_generic_plan";
@@ -251,10 +251,6 @@ function claimsOf(principal: ScopePrincipal): string {
  */
 export class Database {
   readonly pool: pg.Pool;
-  /** Transactions opened with an API-key lookup, waiting for their request's first asTenant. */
-  private readonly openScopes = new WeakMap<object, pg.PoolClient>();
-  /** Transactions that span a whole request (withRequestTransaction): asTenant joins them. */
-  private readonly requestScopes = new WeakMap<object, pg.PoolClient>();
 
   /**
    * Whether to use named statements. Off behind a transaction-mode pooler that
@@ -262,7 +258,7 @@ export class Database {
    * max_prepared_statements, Supavisor in transaction mode): a statement
    * prepared on one server connection would be missing on the next.
    */
-  private readonly prepare: boolean;
+  readonly prepare: boolean;
 
   constructor(connectionString: string, options: DatabaseOptions = {}) {
     this.prepare = options.prepare ?? true;
@@ -285,92 +281,27 @@ export class Database {
     this.pool.on("error", warn);
   }
 
-  /**
-   * Runs `work` in one transaction as the API role, with the principal's tenant
-   * in the transaction-local claims. Only SET LOCAL / set_config(..., true) is
-   * used, so this works behind a transaction-mode pooler. Serialization
-   * failures and deadlocks are retried; `work` must therefore be safe to rerun.
-   */
-  async asTenant<T>(principal: ScopePrincipal, work: (sql: Sql) => Promise<T>, options: TenantOptions = {}) {
-    const claims = claimsOf(principal);
-    // Inside withRequestTransaction, work joins the request's transaction,
-    // unless it must be seen by others before the request ends (ownTransaction).
-    const shared = options.ownTransaction ? undefined : this.requestScopes.get(principal);
-    if (shared) return work(wrap(shared, this.prepare));
-    for (let attempt = 1; ; attempt++) {
-      // The request's key lookup may already have opened this scope (authenticateApiKey).
-      const open = attempt === 1 ? this.takeOpenScope(principal) : undefined;
-      const client = open ?? (await this.pool.connect());
-      let broken = false;
-      try {
-        // One round trip of two statements opens the transaction and the tenant
-        // scope (set_config(..., true) is SET LOCAL). The claims are built above
-        // from uuids and a fixed role, and quoted as a literal.
-        if (!open) await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claims))}`);
-        const one = options.oneStatement ? { sent: false, committed: false } : undefined;
-        const result = await work(wrap(client, this.prepare, one));
-        if (!one?.committed) await client.query("commit");
-        return result;
-      } catch (error) {
-        try {
-          await client.query("rollback");
-        } catch {
-          broken = true;
-        }
-        if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
-        throw error;
-      } finally {
-        client.release(broken);
-      }
-    }
+  /** A tenant scope for this principal, for code outside a request (the CLI, operators). */
+  scopeFor<P extends ScopePrincipal>(principal: P): TenantScope<P> {
+    return new TenantScope(this, principal);
+  }
+
+  /** `work` in one tenant transaction of its own (see TenantScope.run), for code outside a request. */
+  asTenant<T>(principal: ScopePrincipal, work: (sql: Sql) => Promise<T>, options: TenantOptions = {}): Promise<T> {
+    return this.scopeFor(principal).run(work, options);
   }
 
   /**
-   * Runs `work` in one tenant transaction that every asTenant for this
-   * principal joins until it ends, so that what a whole request writes and
-   * what is recorded about it commit together (idempotency). `work` says
-   * whether to commit; a throw rolls back. Its `last` handle runs the
-   * statement that ends a committing transaction, sent with the commit (as
-   * asTenant's oneStatement). Not retried: the request's route ran inside it.
+   * The live key with this SHA-256 and the tenant scope of its owner, built
+   * by `toPrincipal`, or undefined. With `openScope` the same round trip also
+   * opens the scope's first transaction, with the claims TenantScope.run
+   * would set: the scope's first run takes it instead of opening its own (one
+   * round trip and one pool checkout fewer per request). The caller must
+   * close the scope when the request is done, so a transaction no run used is
+   * ended. Only open a scope when the request's body is already in hand: it
+   * holds a connection.
    */
-  async withRequestTransaction<T>(
-    principal: ScopePrincipal,
-    work: (sql: Sql, last: Sql) => Promise<{ commit: boolean; result: T }>,
-  ): Promise<T> {
-    const open = this.takeOpenScope(principal);
-    const client = open ?? (await this.pool.connect());
-    let broken = false;
-    try {
-      if (!open) {
-        await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(principal)))}`);
-      }
-      this.requestScopes.set(principal, client);
-      const one = { sent: false, committed: false };
-      const { commit, result } = await work(wrap(client, this.prepare), wrap(client, this.prepare, one));
-      if (!one.committed) await client.query(commit ? "commit" : "rollback");
-      return result;
-    } catch (error) {
-      await client.query("rollback").catch(() => {
-        broken = true;
-      });
-      throw error;
-    } finally {
-      this.requestScopes.delete(principal);
-      client.release(broken);
-    }
-  }
-
-  /**
-   * The live key with this SHA-256, or undefined. With `openScope` the same
-   * round trip also opens the request's transaction, scoped to the key's
-   * tenant with the claims asTenant would set, and keeps it for the principal
-   * that `toPrincipal` builds: that principal's first asTenant runs in it
-   * instead of opening its own (one round trip and one pool checkout fewer per
-   * request). The caller must then call closeScope(principal) when the
-   * request is done, so a scope no asTenant used is ended. Only open a
-   * scope when the request's body is already in hand: it holds a connection.
-   */
-  async authenticateApiKey<P extends object, S extends object = never>(
+  async authenticateApiKey<P extends ScopePrincipal, S extends object = never>(
     hash: Uint8Array,
     toPrincipal: (row: ApiKeyRow) => P,
     options: {
@@ -384,7 +315,7 @@ export class Database {
        */
       inScope?: (quote: (value: string) => string) => string;
     },
-  ): Promise<{ principal: P; rate?: RateState; inScope?: S } | undefined> {
+  ): Promise<{ scope: TenantScope<P>; rate?: RateState; inScope?: S } | undefined> {
     const { openScope, charge } = options;
     // The rate count runs in a statement of its own, committed at once, so
     // its counter row is never locked for the length of a request.
@@ -398,7 +329,7 @@ export class Database {
           : "select * from private.authenticate_api_key($1)",
         [hash],
       );
-      return row && { principal: toPrincipal(row), rate: rateState(row) };
+      return row && { scope: new TenantScope(this, toPrincipal(row)), rate: rateState(row) };
     }
     const client = await this.pool.connect();
     const requestId = options.requestId === undefined ? "null" : client.escapeLiteral(options.requestId);
@@ -421,38 +352,14 @@ export class Database {
         client.release();
         return undefined;
       }
-      const principal = toPrincipal(row);
-      this.openScopes.set(principal, client);
       return {
-        principal,
+        scope: new TenantScope(this, toPrincipal(row), client),
         rate: count ? rateState(results[0]?.rows[0]) : undefined,
         inScope: inScope ? (results.at(-1)?.rows[0] as S | undefined) : undefined,
       };
     } catch (error) {
       client.release(true);
       throw error;
-    }
-  }
-
-  private takeOpenScope(principal: object): pg.PoolClient | undefined {
-    const client = this.openScopes.get(principal);
-    if (client) this.openScopes.delete(principal);
-    return client;
-  }
-
-  /**
-   * Ends a scope authenticateApiKey opened for this principal if no asTenant
-   * used it. It holds nothing but the key lookup, whose record of use
-   * (last_used_at) is kept, as when the lookup ran on its own.
-   */
-  async closeScope(principal: object): Promise<void> {
-    const client = this.takeOpenScope(principal);
-    if (!client) return;
-    try {
-      await client.query("commit");
-      client.release();
-    } catch {
-      client.release(true);
     }
   }
 
@@ -479,5 +386,123 @@ export class Database {
 
   async close(): Promise<void> {
     await this.pool.end();
+  }
+}
+
+/**
+ * One request's tenant scope, carried on the request context as
+ * `c.var.tenant` (set by the auth middleware, closed by it when the request
+ * ends): every transaction of the request runs through it, as the API role
+ * with the principal's tenant in the transaction-local claims that the RLS
+ * policies read. Only SET LOCAL / set_config(..., true) is used, so this
+ * works behind a transaction-mode pooler.
+ */
+export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
+  /** A transaction the key lookup opened with this scope's claims, until the first run takes it. */
+  #opened: pg.PoolClient | undefined;
+  /** The transaction of wholeRequest, which every run joins while it lasts. */
+  #whole: pg.PoolClient | undefined;
+
+  constructor(
+    private readonly db: Database,
+    readonly principal: P,
+    opened?: pg.PoolClient,
+  ) {
+    this.#opened = opened;
+  }
+
+  /** The transaction the key lookup opened, once: a retry or a second run opens its own. */
+  #takeOpened(): pg.PoolClient | undefined {
+    const client = this.#opened;
+    this.#opened = undefined;
+    return client;
+  }
+
+  /** One round trip of two statements opens a transaction and the tenant scope. */
+  async #begin(): Promise<pg.PoolClient> {
+    const client = await this.db.pool.connect();
+    try {
+      // The claims are built from uuids, a fixed role and the request id, and quoted as a literal.
+      await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(this.principal)))}`);
+      return client;
+    } catch (error) {
+      client.release(true);
+      throw error;
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction of the scope (inside wholeRequest, in
+   * that one, unless `ownTransaction`). Serialization failures and deadlocks
+   * are retried; `work` must therefore be safe to rerun.
+   */
+  async run<T>(work: (sql: Sql) => Promise<T>, options: TenantOptions = {}): Promise<T> {
+    const prepare = this.db.prepare;
+    if (this.#whole && !options.ownTransaction) return work(wrap(this.#whole, prepare));
+    for (let attempt = 1; ; attempt++) {
+      const client = this.#takeOpened() ?? (await this.#begin());
+      let broken = false;
+      try {
+        const one = options.oneStatement ? { sent: false, committed: false } : undefined;
+        const result = await work(wrap(client, prepare, one));
+        if (!one?.committed) await client.query("commit");
+        return result;
+      } catch (error) {
+        try {
+          await client.query("rollback");
+        } catch {
+          broken = true;
+        }
+        if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    }
+  }
+
+  /**
+   * Runs `work` in one transaction that every run of this scope joins until
+   * it ends, so that what a whole request writes and what is recorded about
+   * it commit together (idempotency). `work` says whether to commit; a throw
+   * rolls back. Its `last` handle runs the statement that ends a committing
+   * transaction, sent with the commit (as run's oneStatement). Not retried:
+   * the request's route ran inside it.
+   */
+  async wholeRequest<T>(work: (sql: Sql, last: Sql) => Promise<{ commit: boolean; result: T }>): Promise<T> {
+    const prepare = this.db.prepare;
+    const client = this.#takeOpened() ?? (await this.#begin());
+    let broken = false;
+    try {
+      this.#whole = client;
+      const one = { sent: false, committed: false };
+      const { commit, result } = await work(wrap(client, prepare), wrap(client, prepare, one));
+      if (!one.committed) await client.query(commit ? "commit" : "rollback");
+      return result;
+    } catch (error) {
+      await client.query("rollback").catch(() => {
+        broken = true;
+      });
+      throw error;
+    } finally {
+      this.#whole = undefined;
+      client.release(broken);
+    }
+  }
+
+  /**
+   * Ends the transaction the key lookup opened if no run used it. It holds
+   * nothing but the key lookup, whose record of use (last_used_at) is kept,
+   * as when the lookup ran on its own.
+   */
+  async close(): Promise<void> {
+    const client = this.#takeOpened();
+    if (!client) return;
+    try {
+      await client.query("commit");
+      client.release();
+    } catch {
+      client.release(true);
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { ApiError, type FieldIssue } from "../http/errors.ts";
+import { ApiError, type FieldIssue } from "../errors.ts";
 
 /** The fields of a Postgres error that node-postgres exposes and this module reads. */
 interface PgError {

@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
-import { notFound } from "../http/errors.ts";
+import { notFound } from "../errors.ts";
 import { VERSION } from "../version.ts";
 import { clientReady } from "./client-ready.ts";
 import { DOCS_CSP, DOCS_PAGE, START_SCRIPT } from "./page.ts";

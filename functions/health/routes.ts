@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { serviceUnavailable } from "../errors.ts";
 import { ok } from "../http/envelope.ts";
-import { serviceUnavailable } from "../http/errors.ts";
 import { dataOf, errors, json, newRouter } from "../http/openapi.ts";
 import type { PhotoStore, StoreHealth } from "../photos/store.ts";
 import { VERSION } from "../version.ts";

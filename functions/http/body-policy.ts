@@ -1,9 +1,9 @@
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 
-/** What request bodies a path accepts. The first rule whose pattern matches wins. */
-interface BodyRule {
+/** What request bodies a path accepts. */
+export interface BodyRule {
   pattern: RegExp;
   mediaTypes: string[];
   maxBytes: number;
@@ -13,14 +13,13 @@ interface BodyRule {
 
 export const JSON_BODY_LIMIT = 1_048_576;
 
-const RULES: BodyRule[] = [
-  { pattern: /.*/, mediaTypes: ["application/json"], maxBytes: JSON_BODY_LIMIT, limitText: "JSON bodies are limited to 1 MB" },
-];
-
-/** Lets a feature accept another kind of body on its paths (photos, CSV import). */
-export function acceptBody(rule: BodyRule): void {
-  RULES.unshift(rule);
-}
+/** Every other path takes JSON up to 1 MB. */
+const JSON_BODIES: BodyRule = {
+  pattern: /.*/,
+  mediaTypes: ["application/json"],
+  maxBytes: JSON_BODY_LIMIT,
+  limitText: "JSON bodies are limited to 1 MB",
+};
 
 const BODYLESS = new Set(["GET", "HEAD", "OPTIONS"]);
 
@@ -37,14 +36,16 @@ function hasBody(headers: Headers): boolean {
  * A body with a Content-Length is judged here without touching the request's
  * body stream: hono/body-limit asks for it first, and on Node that turns
  * @hono/node-server's light request into a full web Request with a stream,
- * where the route could have read the bytes directly (bench/README.md).
+ * where the route could have read the bytes directly.
  * The HTTP server reads exactly Content-Length bytes, no more.
  */
-export function bodyPolicy() {
+export function bodyPolicy(special: BodyRule[]) {
+  // The features' own rules (photos, bulk create, CSV import), else JSON: the first whose pattern matches.
+  const rules = [...special, JSON_BODIES];
   return createMiddleware(async (c, next) => {
     const headers = c.req.raw.headers;
     if (BODYLESS.has(c.req.method) || !hasBody(headers)) return next();
-    const rule = RULES.find((r) => r.pattern.test(c.req.path)) as BodyRule;
+    const rule = rules.find((r) => r.pattern.test(c.req.path)) as BodyRule;
     const mediaType = (c.req.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
     if (!rule.mediaTypes.includes(mediaType)) {
       throw new ApiError("UNSUPPORTED_MEDIA_TYPE", `Content-Type must be ${rule.mediaTypes.join(" or ")}`, {

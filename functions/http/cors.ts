@@ -14,8 +14,8 @@ export interface CorsOptions {
  * CORS headers, as hono/cors sets them, but added to the response after the
  * route has made it. hono/cors touches the response before the route runs,
  * so Hono merges two responses and @hono/node-server then streams the body
- * through a web ReadableStream instead of writing the string it holds: a
- * cost on every request (bench/README.md). Any OPTIONS request is answered
+ * through a web ReadableStream instead of writing the string it holds, on
+ * every request. Any OPTIONS request is answered
  * here as a preflight.
  */
 export function cors(options: CorsOptions) {

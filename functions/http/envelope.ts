@@ -1,6 +1,6 @@
 import type { Context, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
-import type { ApiError } from "./errors.ts";
+import type { ApiError } from "../errors.ts";
 
 /** Pagination figures every list response carries. */
 export interface ListMeta {

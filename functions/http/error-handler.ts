@@ -1,9 +1,9 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
 import { fromPgError, isUnavailable } from "../db/pg-errors.ts";
+import { ApiError, type ErrorCode } from "../errors.ts";
 import { describeError, log } from "../log.ts";
 import { failure } from "./envelope.ts";
-import { ApiError, type ErrorCode } from "./errors.ts";
 
 const CODE_FOR_STATUS: Record<number, ErrorCode> = {
   400: "VALIDATION_ERROR",

@@ -4,7 +4,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
 import type { Sql } from "../db/database.ts";
-import { conflict, invalidField } from "./errors.ts";
+import { conflict, invalidField } from "../errors.ts";
 
 const HEADER = "Idempotency-Key";
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -51,7 +51,7 @@ interface Stored {
 /**
  * Safe retries of POSTs (DECISIONS.md, "Conventions"). With an
  * Idempotency-Key, the whole request runs in one tenant transaction
- * (Database.withRequestTransaction) that also stores its answer under the
+ * (TenantScope.wholeRequest) that also stores its answer under the
  * key, for the tenant and the calling user, for 24 hours: the answer is
  * stored exactly when the write commits. A retry with the same key and the
  * same request gets that answer with `Idempotent-Replayed: true` and writes
@@ -65,9 +65,9 @@ export function idempotency() {
     if (c.req.method !== "POST" || key === undefined) return next();
     if (!KEY.test(key)) throw invalidField(HEADER, "must be 1 to 255 visible ASCII characters");
     const requestHash = await fingerprint(c);
-    const { principal, db } = c.var;
+    const { principal, tenant } = c.var;
 
-    return db.withRequestTransaction(principal, async (sql, last) => {
+    return tenant.wholeRequest(async (sql, last) => {
       // The key lookup has usually done this in its own round trip, in this transaction.
       const found = c.var.idempotencyLookup ?? (await sql.one<IdempotencyLookup>(lookupStatement("$1"), [key]));
       if (!found?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);

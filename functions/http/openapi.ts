@@ -1,6 +1,6 @@
 import { OpenAPIHono, z } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
-import { ERROR_STATUS, type ErrorCode } from "./errors.ts";
+import { ERROR_STATUS, type ErrorCode } from "../errors.ts";
 import { validationHook } from "./validation.ts";
 
 /**

@@ -1,5 +1,5 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 
 interface Rule {
   method: string;

@@ -1,7 +1,7 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
 import type { RateCharge, RateState } from "../db/database.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 
 /** The window of every rate limit: requests are counted per caller per minute. */
 const WINDOW_SECONDS = 60;

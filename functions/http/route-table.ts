@@ -1,5 +1,5 @@
 import type { Hono } from "hono";
-import { ApiError } from "./errors.ts";
+import { ApiError } from "../errors.ts";
 
 interface CompiledRoute {
   method: string;

@@ -1,6 +1,6 @@
 import type { Hook } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
-import { ApiError, type FieldIssue } from "./errors.ts";
+import { ApiError, type FieldIssue } from "../errors.ts";
 
 interface ZodIssueLike {
   path: PropertyKey[];

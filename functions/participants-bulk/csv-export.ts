@@ -1,5 +1,4 @@
-import type { Principal } from "../auth/principal.ts";
-import type { Database } from "../db/database.ts";
+import type { TenantScope } from "../db/database.ts";
 import { EXPORT_COLUMNS, type ExportFilters, exportPageCsv, exportPageEnd, type PageCursor } from "./data.ts";
 
 export { EXPORT_COLUMNS };
@@ -24,16 +23,12 @@ const BOM = "\uFEFF";
  * returns, so a failure to read (database down) is still an ordinary error
  * response; a failure on a later page ends the stream with an error.
  */
-export async function exportCsv(
-  db: Database,
-  principal: Pick<Principal, "tenantId" | "userId" | "role">,
-  filters: ExportFilters,
-): Promise<ReadableStream<Uint8Array>> {
+export async function exportCsv(tenant: TenantScope, filters: ExportFilters): Promise<ReadableStream<Uint8Array>> {
   // A page: where it ends (the EXPORT_PAGE-th row from here), then its rows up to there.
   // Each piece of text is encoded as it arrives, so that no string outlives it.
   const encoder = new TextEncoder();
   const read = (after: PageCursor | undefined) =>
-    db.asTenant(principal, async (sql) => {
+    tenant.run(async (sql) => {
       const through = await exportPageEnd(sql, filters, after, EXPORT_PAGE);
       const pieces: Uint8Array[] = [];
       await exportPageCsv(sql, filters, { after, through }, (csv) => pieces.push(encoder.encode(csv)));

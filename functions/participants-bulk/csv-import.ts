@@ -1,5 +1,5 @@
 import { CsvError, parse } from "csv-parse/sync";
-import { ApiError, badRequest } from "../http/errors.ts";
+import { ApiError, badRequest } from "../errors.ts";
 import { WRITABLE_FIELDS, type WritableField } from "../participants/schemas.ts";
 import { type Candidate, NAMED_REFERENCES, type NamedReference, type RowIssue } from "./rows.ts";
 

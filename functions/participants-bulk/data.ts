@@ -1,5 +1,6 @@
 import type { Sql } from "../db/database.ts";
 import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON_JOINED } from "../participants/data.ts";
+import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "../participants/fields.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";
 
 /**
@@ -184,36 +185,7 @@ export async function exportPageEnd(
 }
 
 /** Every exported column, in order: the participant's fields, then the names of what it points at. */
-export const EXPORT_COLUMNS = [
-  "id",
-  "instance_id",
-  "user_id",
-  "first_name",
-  "surname",
-  "full_name",
-  "gender",
-  "pronouns",
-  "status",
-  "date_of_birth",
-  "school_year",
-  "rank",
-  "unit_name",
-  "school_institute",
-  "arrival_date",
-  "departure_date",
-  "super_group_id",
-  "sub_group_id",
-  "block_id",
-  "room_id",
-  "room_number",
-  "photo_link",
-  "created_at",
-  "updated_at",
-  "supergroup_name",
-  "subgroup_name",
-  "block_name",
-  "room_name",
-] as const;
+export const EXPORT_COLUMNS = [...FIELD_NAMES, ...NAME_FIELDS] as const;
 
 /**
  * Text a spreadsheet would run as a formula (a cell starting with =, +, -,
@@ -226,36 +198,26 @@ const neutralised = (column: string) =>
 /** Dates as YYYY-MM-DD whatever the session's DateStyle; timestamps as the API writes them. */
 const isoDate = (column: string) => `to_char(${column}, 'YYYY-MM-DD')`;
 
+/** A field of `p` as its CSV text: the client's own words neutralised, the rest converted. */
+function csvText(name: FieldName): string {
+  const column = `p.${name}`;
+  const kind: SqlKind = PARTICIPANT_FIELDS[name].sql;
+  if (kind === "uuid") return `${column}::text`;
+  if (kind === "date") return isoDate(column);
+  if (kind === "timestamp") return isoTimestamp(column);
+  return kind === "text" ? neutralised(column) : column;
+}
+
+/** Each name from its table in JOINS. */
+const NAME_ALIASES = { supergroup_name: "sg", subgroup_name: "sub", block_name: "b", room_name: "r" } as const;
+
 /** Each exported column as text. */
 const EXPORT_VALUES: Record<(typeof EXPORT_COLUMNS)[number], string> = {
-  id: "p.id::text",
-  instance_id: "p.instance_id::text",
-  user_id: neutralised("p.user_id"),
-  first_name: neutralised("p.first_name"),
-  surname: neutralised("p.surname"),
-  full_name: neutralised("p.full_name"),
-  gender: "p.gender",
-  pronouns: neutralised("p.pronouns"),
-  status: "p.status",
-  date_of_birth: isoDate("p.date_of_birth"),
-  school_year: neutralised("p.school_year"),
-  rank: neutralised("p.rank"),
-  unit_name: neutralised("p.unit_name"),
-  school_institute: neutralised("p.school_institute"),
-  arrival_date: isoDate("p.arrival_date"),
-  departure_date: isoDate("p.departure_date"),
-  super_group_id: "p.super_group_id::text",
-  sub_group_id: "p.sub_group_id::text",
-  block_id: "p.block_id::text",
-  room_id: "p.room_id::text",
-  room_number: neutralised("p.room_number"),
-  photo_link: neutralised("p.photo_link"),
-  created_at: isoTimestamp("p.created_at"),
-  updated_at: isoTimestamp("p.updated_at"),
-  supergroup_name: neutralised("sg.name"),
-  subgroup_name: neutralised("sub.name"),
-  block_name: neutralised("b.name"),
-  room_name: neutralised("r.name"),
+  ...(Object.fromEntries(FIELD_NAMES.map((name) => [name, csvText(name)])) as Record<FieldName, string>),
+  ...(Object.fromEntries(NAME_FIELDS.map((name) => [name, neutralised(`${NAME_ALIASES[name]}.name`)])) as Record<
+    (typeof NAME_FIELDS)[number],
+    string
+  >),
 };
 
 /**

@@ -1,6 +1,5 @@
-import type { Principal } from "../auth/principal.ts";
-import type { Database } from "../db/database.ts";
-import { ApiError, conflict, invalidField } from "../http/errors.ts";
+import type { TenantScope } from "../db/database.ts";
+import { ApiError, conflict, invalidField } from "../errors.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
 import { type ColumnMapping, parseImport } from "./csv-import.ts";
 import { findInstances } from "./data.ts";
@@ -48,11 +47,7 @@ function rejection(issues: RowIssue[], lines: number, columns: ColumnMapping[]):
   return new ApiError("VALIDATION_ERROR", `${failingRows(issues)} of ${lines} lines are invalid; nothing was imported`, details);
 }
 
-export async function importParticipants(
-  db: Database,
-  principal: Pick<Principal, "tenantId" | "userId" | "role">,
-  request: ImportRequest,
-): Promise<ImportReport> {
+export async function importParticipants(tenant: TenantScope, request: ImportRequest): Promise<ImportReport> {
   const parsed = parseImport(request.text, request.instanceId);
   const lines = parsed.candidates.length + new Set(parsed.issues.map((i) => i.at)).size;
   const report = (created: number): ImportReport => ({
@@ -63,7 +58,7 @@ export async function importParticipants(
     columns: parsed.columns,
     ignored_columns: parsed.ignored,
   });
-  return db.asTenant(principal, async (sql) => {
+  return tenant.run(async (sql) => {
     const [instance] = await findInstances(sql, [request.instanceId]);
     if (!instance) throw invalidField("instance_id", "does not exist");
     if (instance.status === "archived") {

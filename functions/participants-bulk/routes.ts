@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { acceptBody } from "../http/body-policy.ts";
+import { ApiError } from "../errors.ts";
+import type { BodyRule } from "../http/body-policy.ts";
 import { locate, ok, okOfJson } from "../http/envelope.ts";
-import { ApiError } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, newRouter } from "../http/openapi.ts";
 import { Participant } from "../participants/schemas.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
@@ -18,19 +18,22 @@ import { BulkBody, ExportQuery, ImportQuery, ImportReport, MAX_BULK } from "./sc
 
 const MB = 1_048_576;
 
-// 1,000 participants with every field filled take about 1.5 MB of JSON.
-acceptBody({
-  pattern: /^\/api\/v1\/participants\/bulk\/?$/,
-  mediaTypes: ["application/json"],
-  maxBytes: 5 * MB,
-  limitText: "bulk create bodies are limited to 5 MB",
-});
-acceptBody({
-  pattern: /^\/api\/v1\/participants\/import\/?$/,
-  mediaTypes: ["text/csv"],
-  maxBytes: 10 * MB,
-  limitText: "CSV imports are limited to 10 MB",
-});
+/** The bodies bulk create and CSV import take (app.ts gives them to the body policy). */
+export const BULK_BODIES: BodyRule[] = [
+  // 1,000 participants with every field filled take about 1.5 MB of JSON.
+  {
+    pattern: /^\/api\/v1\/participants\/bulk\/?$/,
+    mediaTypes: ["application/json"],
+    maxBytes: 5 * MB,
+    limitText: "bulk create bodies are limited to 5 MB",
+  },
+  {
+    pattern: /^\/api\/v1\/participants\/import\/?$/,
+    mediaTypes: ["text/csv"],
+    maxBytes: 10 * MB,
+    limitText: "CSV imports are limited to 10 MB",
+  },
+];
 
 const tags = ["participants"];
 
@@ -90,7 +93,7 @@ export const participantBulkRoutes = newRouter();
 participantBulkRoutes
   .openapi(bulk, async (c) => {
     const candidates = c.req.valid("json").participants.map((input, at) => ({ at, input }));
-    const created = await c.var.db.asTenant(c.var.principal, async (sql) => {
+    const created = await c.var.tenant.run(async (sql) => {
       const prepared = await prepareRows(sql, candidates, { label: "row" });
       if (prepared.issues.length > 0) {
         const details = prepared.issues.map(({ at, field, issue }) => ({ index: at, field, issue }));
@@ -104,7 +107,7 @@ participantBulkRoutes
     return okOfJson<Array<z.infer<typeof Participant>>, 201>(c, created, 201);
   })
   .openapi(exportRoute, async (c) => {
-    const body = await exportCsv(c.var.db, c.var.principal, c.req.valid("query"));
+    const body = await exportCsv(c.var.tenant, c.req.valid("query"));
     return c.body(body, 200, {
       "Content-Type": "text/csv; charset=utf-8",
       "Content-Disposition": 'attachment; filename="participants.csv"',
@@ -121,7 +124,7 @@ participantBulkRoutes
       throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "CSV must be UTF-8", { field: "content-type", issue: `charset ${charset}` });
     }
     const text = decodeCsv(new Uint8Array(await c.req.arrayBuffer()));
-    const report = await importParticipants(c.var.db, c.var.principal, { text, instanceId: instance_id, dryRun: dry_run });
+    const report = await importParticipants(c.var.tenant, { text, instanceId: instance_id, dryRun: dry_run });
     if (dry_run) return ok(c, report, 200);
     locate(c, `/api/v1/participants?instance_id=${instance_id}`);
     return ok(c, report, 201);

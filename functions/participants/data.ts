@@ -2,6 +2,7 @@ import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../http/envelope.ts";
 import type { Precondition } from "../http/etag.ts";
 import { orderBy } from "../resources/listing.ts";
+import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "./fields.ts";
 import { type CreateInput, type ListFilters, type UpdateInput, WRITABLE_FIELDS, type WritableField } from "./schemas.ts";
 
 /**
@@ -53,45 +54,26 @@ const namesOfInstance = (instance: string) => ({
  * dates as YYYY-MM-DD, timestamps as JavaScript's toISOString writes them),
  * which is what lets json_object write it from two text arrays: it escapes
  * each value and looks up no types, where json_build_object looked up the
- * type of each of its 56 arguments on every row (a quarter of the list
- * statement's execution; bench/README.md, "What moved the figures"). A field
+ * type of each of its arguments on every row. A field
  * that is not a string would need json_build_object again
  * (tests/participants-list.test.ts fails when the Participant schema gets one).
  */
-function participantJson([supergroup, subgroup, block, room]: NameExpressions, options: { deletedAt?: boolean } = {}): string {
+function participantJson(names: NameExpressions, options: { deletedAt?: boolean } = {}): string {
   const fields: Array<[key: string, text: string]> = [
-    ["id", "p.id::text"],
-    ["instance_id", "p.instance_id::text"],
-    ["user_id", "p.user_id"],
-    ["first_name", "p.first_name"],
-    ["surname", "p.surname"],
-    ["full_name", "p.full_name"],
-    ["gender", "p.gender"],
-    ["pronouns", "p.pronouns"],
-    ["status", "p.status"],
-    ["date_of_birth", "p.date_of_birth::text"],
-    ["school_year", "p.school_year"],
-    ["rank", "p.rank"],
-    ["unit_name", "p.unit_name"],
-    ["school_institute", "p.school_institute"],
-    ["arrival_date", "p.arrival_date::text"],
-    ["departure_date", "p.departure_date::text"],
-    ["super_group_id", "p.super_group_id::text"],
-    ["sub_group_id", "p.sub_group_id::text"],
-    ["block_id", "p.block_id::text"],
-    ["room_id", "p.room_id::text"],
-    ["room_number", "p.room_number"],
-    ["photo_link", "p.photo_link"],
-    ["created_at", isoTimestamp("p.created_at")],
-    ["updated_at", isoTimestamp("p.updated_at")],
-    ["supergroup_name", supergroup],
-    ["subgroup_name", subgroup],
-    ["block_name", block],
-    ["room_name", room],
+    ...FIELD_NAMES.map((name): [string, string] => [name, jsonText(name)]),
+    ...NAME_FIELDS.map((name, i): [string, string] => [name, names[i] as string]),
     ...(options.deletedAt ? [["deleted_at", isoTimestamp("p.deleted_at")] as [string, string]] : []),
   ];
   const keys = fields.map(([key]) => key).join(",");
   return `json_object('{${keys}}'::text[], array[${fields.map(([, text]) => text).join(", ")}])`;
+}
+
+/** A field of `p` as the text its JSON value is. */
+function jsonText(name: FieldName): string {
+  const kind: SqlKind = PARTICIPANT_FIELDS[name].sql;
+  if (kind === "uuid" || kind === "date") return `p.${name}::text`;
+  if (kind === "timestamp") return isoTimestamp(`p.${name}`);
+  return `p.${name}`;
 }
 
 /**
@@ -310,7 +292,7 @@ export function listConditions(
  * One page of live participants, as the JSON array the response carries, and
  * their total, in (created_at, id) order, in one statement (one round trip).
  * Postgres writes the page's JSON, so the server passes it on without
- * reading a row or a field of it (bench/README.md, "What moved the figures").
+ * reading a row or a field of it.
  * The page is cut before the names are looked up, so an offset skips rows
  * without looking up names; the total is an uncorrelated subquery, which
  * Postgres runs once, reading participants alone. A page of one instance

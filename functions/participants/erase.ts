@@ -1,6 +1,6 @@
 import { createRoute } from "@hono/zod-openapi";
+import { forbidden, notFound } from "../errors.ts";
 import { message } from "../http/envelope.ts";
-import { forbidden, notFound } from "../http/errors.ts";
 import { authenticated, errors, json, MessageSchema, newRouter } from "../http/openapi.ts";
 import { describeError, log } from "../log.ts";
 import type { PhotoStore } from "../photos/store.ts";
@@ -31,7 +31,7 @@ export function eraseRoutes(store: PhotoStore) {
     if (c.var.principal.role !== "admin") throw forbidden("only an admin can erase a participant");
     const { id } = c.req.valid("param");
     if (!isUuid(id)) throw notFound("participant");
-    const [erased] = await c.var.db.asTenant(c.var.principal, (sql) =>
+    const [erased] = await c.var.tenant.run((sql) =>
       sql.query<{ photo_key: string | null }>("select private.erase_participant($1) as photo_key", [id]),
     );
     const photoKey = erased?.photo_key;

@@ -1,5 +1,5 @@
 import type { Sql } from "../db/database.ts";
-import { conflict, notFound } from "../http/errors.ts";
+import { conflict, notFound } from "../errors.ts";
 import { isUuid } from "../resources/fields.ts";
 import type { PhotoType } from "./limits.ts";
 

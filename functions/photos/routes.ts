@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import { acceptBody } from "../http/body-policy.ts";
-import { notFound } from "../http/errors.ts";
+import { notFound } from "../errors.ts";
+import type { BodyRule } from "../http/body-policy.ts";
 import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
 import { log } from "../log.ts";
 import { cleanText, idFilter } from "../resources/fields.ts";
@@ -13,14 +13,17 @@ import { preparePhoto, savePhoto, storeCall } from "./service.ts";
 import type { PhotoStore } from "./store.ts";
 import { readPhotoPart } from "./upload.ts";
 
-// The upload path takes multipart bodies up to the photo limit plus framing;
-// the file part itself is held to exactly 5,242,880 bytes by readPhotoPart.
-acceptBody({
+/**
+ * The upload path takes multipart bodies up to the photo limit plus framing
+ * (app.ts gives this to the body policy); the file part itself is held to
+ * exactly 5,242,880 bytes by readPhotoPart.
+ */
+export const PHOTO_BODY: BodyRule = {
   pattern: /^\/api\/v1\/photos\/user\/[^/]+\/?$/,
   mediaTypes: ["multipart/form-data"],
   maxBytes: MAX_PHOTO_BYTES + MULTIPART_OVERHEAD_BYTES,
   limitText: "photos are limited to 5 MB (5,242,880 bytes)",
-});
+};
 
 const Params = z.object({
   userId: cleanText().openapi({
@@ -118,10 +121,10 @@ export function photoRoutes(store: PhotoStore) {
     .openapi(upload, async (c) => {
       const { userId } = c.req.valid("param");
       const { instance_id } = c.req.valid("query");
-      const { db, principal } = c.var;
-      const owner = await db.asTenant(principal, (sql) => findPhotoOwner(sql, userId, instance_id));
+      const { tenant } = c.var;
+      const owner = await tenant.run((sql) => findPhotoOwner(sql, userId, instance_id));
       const photo = await preparePhoto(await readPhotoPart(c.req.raw));
-      const data = await savePhoto({ db, store, principal }, owner.id, photo, photoLink(c, owner.id));
+      const data = await savePhoto({ tenant, store }, owner.id, photo, photoLink(c, owner.id));
       return c.json(
         { success: true as const, data, meta: { max_bytes: MAX_PHOTO_BYTES, allowed_types: ALLOWED_PHOTO_TYPES } },
         200,
@@ -130,7 +133,7 @@ export function photoRoutes(store: PhotoStore) {
     .openapi(download, async (c) => {
       const { userId } = c.req.valid("param");
       const { instance_id } = c.req.valid("query");
-      const owner = await c.var.db.asTenant(c.var.principal, (sql) => findPhotoOwner(sql, userId, instance_id));
+      const owner = await c.var.tenant.run((sql) => findPhotoOwner(sql, userId, instance_id));
       if (!owner.photo_key || !owner.photo_sha256 || !owner.photo_content_type) throw notFound("photo");
       const etag = `"${owner.photo_sha256}"`;
       const headers = { ETag: etag, "Cache-Control": "private", "X-Content-Type-Options": "nosniff" };

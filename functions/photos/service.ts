@@ -1,8 +1,8 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import type { Principal } from "../auth/principal.ts";
-import type { Database } from "../db/database.ts";
-import { ApiError } from "../http/errors.ts";
+import type { TenantScope } from "../db/database.ts";
+import { ApiError } from "../errors.ts";
 import { describeError, log } from "../log.ts";
 import { beginUpload, currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
@@ -67,9 +67,8 @@ export async function storeCall<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export interface PhotoContext {
-  db: Database;
+  tenant: TenantScope<Principal>;
   store: PhotoStore;
-  principal: Principal;
 }
 
 /**
@@ -80,7 +79,7 @@ export interface PhotoContext {
  */
 async function discard(ctx: PhotoContext, participantId: string, key: string): Promise<void> {
   try {
-    const current = await ctx.db.asTenant(ctx.principal, (sql) => currentPhotoKey(sql, participantId));
+    const current = await ctx.tenant.run((sql) => currentPhotoKey(sql, participantId));
     if (current !== key) await ctx.store.delete(key);
   } catch (error) {
     log.warn("photo clean-up failed; the object may be left behind", { key, ...describeError(error) });
@@ -97,18 +96,18 @@ async function discard(ctx: PhotoContext, participantId: string, key: string): P
  */
 export async function savePhoto(ctx: PhotoContext, participantId: string, photo: PreparedPhoto, link: string) {
   const record: PhotoRecord = {
-    key: photoKey(ctx.principal.tenantId, participantId, photo),
+    key: photoKey(ctx.tenant.principal.tenantId, participantId, photo),
     contentType: photo.contentType,
     size: photo.bytes.length,
     sha256: photo.sha256,
     link,
   };
   // Committed before the object is written, even when the rest of the request is one transaction (idempotency).
-  await ctx.db.asTenant(ctx.principal, (sql) => beginUpload(sql, record.key), { ownTransaction: true });
+  await ctx.tenant.run((sql) => beginUpload(sql, record.key), { ownTransaction: true });
   let replaced: string | null;
   try {
     await storeCall(() => ctx.store.put(record.key, photo.bytes, photo.contentType));
-    replaced = await ctx.db.asTenant(ctx.principal, (sql) => recordPhoto(sql, participantId, record));
+    replaced = await ctx.tenant.run((sql) => recordPhoto(sql, participantId, record));
   } catch (error) {
     await discard(ctx, participantId, record.key);
     throw error;

@@ -1,4 +1,4 @@
-import { ApiError } from "../http/errors.ts";
+import { ApiError } from "../errors.ts";
 
 /**
  * Where photo bytes live. Keys are `<tenant_id>/<participant_id>/<sha256>.<ext>`;

@@ -1,4 +1,4 @@
-import { ApiError, invalidField } from "../http/errors.ts";
+import { ApiError, invalidField } from "../errors.ts";
 import { MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
 
 export const FIELD = "photo";

@@ -1,6 +1,6 @@
 import { base64url } from "jose";
 import type { Database, Sql } from "../db/database.ts";
-import { badRequest, conflict, notFound } from "../http/errors.ts";
+import { badRequest, conflict, notFound } from "../errors.ts";
 import { scramSha256Verifier } from "./scram.ts";
 
 /**

@@ -1,6 +1,7 @@
 import { issueKey } from "../api-keys/data.ts";
+import type { Role } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
-import { badRequest, conflict, notFound } from "../http/errors.ts";
+import { badRequest, conflict, notFound } from "../errors.ts";
 
 /**
  * Operator actions (the `camp` CLI, first start of the embedded default).
@@ -9,7 +10,7 @@ import { badRequest, conflict, notFound } from "../http/errors.ts";
  * through the same code as the API.
  */
 
-export type Role = "admin" | "staff";
+export type { Role };
 
 export interface UserRef {
   tenant_id: string;

@@ -1,3 +1,4 @@
+import type { Role } from "../auth/principal.ts";
 import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
 
@@ -5,7 +6,7 @@ import { listPage } from "../db/list.ts";
 export interface UserRecord {
   id: string;
   email: string;
-  role: "admin" | "staff";
+  role: Role;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -17,7 +18,7 @@ const RECORD = `u.id, u.email, u.role, u.active, u.created_at, u.updated_at,
           and (k.expires_at is null or k.expires_at > now())) as has_live_key`;
 
 export interface UserFilters {
-  role?: "admin" | "staff";
+  role?: Role;
   active?: boolean;
   q?: string;
   limit: number;
@@ -55,7 +56,7 @@ export async function getUser(sql: Sql, id: string) {
 }
 
 /** A new user of the caller's tenant; an e-mail the tenant has already is a 409 (users_email_key). */
-export async function addUser(sql: Sql, email: string, role: "admin" | "staff") {
+export async function addUser(sql: Sql, email: string, role: Role) {
   return sql.one<UserRecord>(`insert into public.users as u (email, role) values ($1, $2) returning ${RECORD}`, [email, role]);
 }
 
@@ -63,7 +64,7 @@ export async function addUser(sql: Sql, email: string, role: "admin" | "staff") 
  * Changes a user's role or active flag. The database revokes a deactivated
  * user's keys and refuses to leave a tenant without an active admin (409).
  */
-export async function changeUser(sql: Sql, id: string, change: { role?: "admin" | "staff"; active?: boolean }) {
+export async function changeUser(sql: Sql, id: string, change: { role?: Role; active?: boolean }) {
   const set: string[] = [];
   const params: unknown[] = [id];
   if (change.role !== undefined) {

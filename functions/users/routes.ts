@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Principal } from "../auth/principal.ts";
+import { forbidden, notFound } from "../errors.ts";
 import { list, locate, ok } from "../http/envelope.ts";
-import { forbidden, notFound } from "../http/errors.ts";
 import { authenticated, dataOf, errors, json, listOf, newRouter } from "../http/openapi.ts";
 import { cleanText, IdParam, isUuid, pagination, SHORT_TEXT } from "../resources/fields.ts";
 import { addUser, changeUser, getUser, listUsers } from "./data.ts";
@@ -96,22 +96,20 @@ const changeOne = createRoute({
 export const userRoutes = newRouter()
   .openapi(listRoute, async (c) => {
     adminOnly(c.var.principal);
-    const page = await c.var.db.asTenant(c.var.principal, (sql) => listUsers(sql, c.req.valid("query")), { oneStatement: true });
+    const page = await c.var.tenant.run((sql) => listUsers(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(getRoute, async (c) => {
     adminOnly(c.var.principal);
     const { id } = c.req.valid("param");
-    const user = isUuid(id)
-      ? await c.var.db.asTenant(c.var.principal, (sql) => getUser(sql, id), { oneStatement: true })
-      : undefined;
+    const user = isUuid(id) ? await c.var.tenant.run((sql) => getUser(sql, id), { oneStatement: true }) : undefined;
     if (!user) throw notFound("user");
     return ok(c, user);
   })
   .openapi(createOne, async (c) => {
     adminOnly(c.var.principal);
     const { email, role } = c.req.valid("json");
-    const user = await c.var.db.asTenant(c.var.principal, (sql) => addUser(sql, email, role), { oneStatement: true });
+    const user = await c.var.tenant.run((sql) => addUser(sql, email, role), { oneStatement: true });
     if (!user) throw notFound("user");
     locate(c, `/api/v1/users/${user.id}`);
     return ok(c, user, 201);
@@ -120,7 +118,7 @@ export const userRoutes = newRouter()
     adminOnly(c.var.principal);
     const { id } = c.req.valid("param");
     const change = c.req.valid("json");
-    const user = isUuid(id) ? await c.var.db.asTenant(c.var.principal, (sql) => changeUser(sql, id, change)) : undefined;
+    const user = isUuid(id) ? await c.var.tenant.run((sql) => changeUser(sql, id, change)) : undefined;
     if (!user) throw notFound("user");
     return ok(c, user);
   });

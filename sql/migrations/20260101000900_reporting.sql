@@ -144,8 +144,8 @@ comment on schema reporting is
   'Read-only reports over the caller''s own tenant (camp reporting roles, Supabase users). Soft-deleted rows are left out everywhere.';
 
 -- Every view reads public.participants once: counts are taken per id first
--- (one narrow hash aggregate) and joined to the names afterwards, which is
--- what keeps a 100,000-participant tenant well under the 200 ms target.
+-- (one narrow hash aggregate) and joined to the names afterwards, so a view's
+-- cost grows with the tenant's participants once, not once per name joined.
 -- Ages use age(timestamp, timestamp), which unlike the timestamptz form does
 -- not depend on the session's TimeZone.
 

@@ -6,7 +6,7 @@
 -- Under RLS that count also checks each row's tenant_id, which the index did
 -- not hold, so Postgres read every participant's heap row to count them (a
 -- page per few participants). With tenant_id carried in the index the count
--- is an index-only scan (bench/README.md has the figures).
+-- is an index-only scan.
 -- =============================================================================
 
 drop index public.participants_by_instance;

@@ -4,8 +4,7 @@
 -- guard_participant_write looked up and share-locked the instance and each
 -- reference for every inserted row: five lookups per row, each under RLS, so
 -- each also called private.request_tenant_id(), whose pinned search_path
--- Postgres must set and restore on every call. That was 75 of the 126 ms a
--- 1,000-row bulk create spent in its insert (bench/README.md, bulk create).
+-- Postgres must set and restore on every call: most of a bulk create's time.
 --
 -- An insert is now checked by a statement-level trigger that reads the
 -- inserted rows from a transition table and locks each distinct instance and

@@ -4,10 +4,8 @@
 -- block_occupancy found each block's participants without a room with a
 -- correlated subquery over the `placed` CTE. A CTE cannot be indexed, so
 -- Postgres rescanned all of `placed` (one row per occupied room and per
--- block with roomless participants: about 3,000 rows for a 100,000-
--- participant tenant) once per block: 200 × 3,000 rows, about 17 ms of the
--- view's 75–90 ms, and growing with blocks × rooms rather than with the
--- data. The same figures now come from one hash join on the block.
+-- block with roomless participants) once per block, so its cost grew with
+-- blocks × rooms rather than with the data. The same figures now come from one hash join on the block.
 --
 -- Nothing else changes: same columns, types, order and rows; the view stays
 -- security_invoker (so the base tables' RLS still decides what it sees) and

@@ -12,9 +12,7 @@
 -- evaluations (fmgr_sql keeps its parse only for one execution; the parser
 -- showed in a CPU profile of a backend running the list). PL/pgSQL compiles
 -- a function once per session and keeps its expression's plan, so a call is
--- the pinned search_path and one cached expression: the list statement's
--- execution went from 0.68 to 0.55 ms (first quartile of 80 interleaved
--- EXPLAIN ANALYZE runs, 100,000 participants). The search_path stays
+-- the pinned search_path and one cached expression. The search_path stays
 -- pinned to '' (Supabase's function_search_path_mutable advisor, and no
 -- caller's path can change what the body means).
 --

@@ -1,4 +1,5 @@
 import type { TestDatabase } from "./database.ts";
+import { newTenant, type TestApp, type TestTenant, testApp } from "./fixtures.ts";
 
 /**
  * An instance with one supergroup (holding one subgroup) and one block
@@ -75,4 +76,13 @@ export async function addCampStructure(t: TestDatabase, tenantId: string, tag = 
 export async function storedParticipant(t: TestDatabase, id: string) {
   // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary columns
   return (await t.admin("select * from public.participants where id = $1", [id])).rows[0] as any;
+}
+
+/**
+ * What most API test files start from: the app on the file's own database,
+ * a new tenant, and a camp of that tenant with a group, a block and a room.
+ */
+export async function tenantWithCamp(t: TestDatabase): Promise<{ app: TestApp; tenant: TestTenant; camp: CampStructure }> {
+  const tenant = await newTenant(t.db);
+  return { app: testApp(t.db), tenant, camp: await addCampStructure(t, tenant.tenantId) };
 }
