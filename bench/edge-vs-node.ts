@@ -11,7 +11,7 @@
  *   2. throughput of GET /api/v1/participants (a 50-row page of a tenant with
  *      `--participants` rows) with autocannon: both servers up, taking turns for
  *      `--rounds` rounds, same pool size and connections.
- * Targets (issue 5): Deno at least 80% of Node's requests/s; cold start under 300 ms.
+ * Targets: Deno at least 90% of Node's requests/s on the list (issue 19; issue 5 asked 80%); cold start under 300 ms (issue 5).
  * Needs DATABASE_URL (a server where it may create and drop a scratch database).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -31,7 +31,7 @@ import { migrate } from "../node/migrate.ts";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const DENO = `${ROOT}node_modules/.bin/deno`;
 const DENO_DIR = `${ROOT}node_modules/.cache/deno`;
-const TARGETS = { denoShareOfNode: 0.8, coldStartMs: 300 };
+const TARGETS = { denoShareOfNode: 0.9, coldStartMs: 300 };
 
 const { values: args } = parseArgs({
   options: {
@@ -285,7 +285,7 @@ async function main() {
         "",
         "| measure | Node | Deno | target | met |",
         "|---|---|---|---|---|",
-        `| GET /api/v1/participants req/s | ${node.requestsPerSecond.toFixed(0)} | ${deno.requestsPerSecond.toFixed(0)} (${(share * 100).toFixed(0)}%) | Deno ≥ 80% of Node | ${report.met.throughput ? "yes" : "NO"} |`,
+        `| GET /api/v1/participants req/s | ${node.requestsPerSecond.toFixed(0)} | ${deno.requestsPerSecond.toFixed(0)} (${(share * 100).toFixed(0)}%) | Deno ≥ ${(TARGETS.denoShareOfNode * 100).toFixed(0)}% of Node | ${report.met.throughput ? "yes" : "NO"} |`,
         `| latency p50 / p99 ms | ${node.p50Ms} / ${node.p99Ms} | ${deno.p50Ms} / ${deno.p99Ms} | | |`,
         `| Deno cold start ms (median of ${starts.length}) | | ${coldStart.medianMs.toFixed(0)} | < 300 | ${report.met.coldStart ? "yes" : "NO"} |`,
         `| of which to "Listening on" ms (median) | | ${coldStart.listenMedianMs.toFixed(0)} | | |`,
