@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { isAlive } from "./embedded-db.ts";
 
@@ -10,6 +10,8 @@ import { isAlive } from "./embedded-db.ts";
  * kill -9) is taken over.
  */
 export function lockDataDir(dataDir: string): () => void {
+  // On a fresh clone DATA_DIR does not exist yet: the lock is the first thing in it.
+  mkdirSync(resolve(dataDir), { recursive: true });
   const file = join(resolve(dataDir), "server.pid");
   for (;;) {
     try {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,8 +13,11 @@ import { freePort, type ServerProcess, startServerProcess } from "./support/serv
  * Ctrl-C stops everything; data survives a restart.
  */
 
-const dataDir = mkdtempSync(join(tmpdir(), "camp-start-"));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+// A DATA_DIR that does not exist yet, as `.data` on a fresh clone.
+const scratch = mkdtempSync(join(tmpdir(), "camp-start-"));
+chmodSync(scratch, 0o755); // as root, the embedded Postgres runs as 'postgres', which must enter it
+const dataDir = join(scratch, ".data");
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 async function start(): Promise<ServerProcess> {
   return startServerProcess({ DATABASE_URL: "", DATA_DIR: dataDir });

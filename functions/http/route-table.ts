@@ -26,6 +26,10 @@ function compile(path: string): RegExp {
  * Knows which methods each registered path answers, so an unknown path gets
  * 404 and a known path with the wrong method 405 (with Allow) — both before
  * authentication, since the route list is public anyway (openapi.json).
+ * hono/method-not-allowed is not used for this: it answers after the
+ * handlers have run, so an unauthenticated request would get 401 where the
+ * contract wants 404 or 405, and it does not let a literal path win over a
+ * parameterised one.
  */
 export class RouteTable {
   private compiled?: CompiledRoute[];
