@@ -1,6 +1,6 @@
 import { createApp } from "../functions/app.ts";
 import { type Config, loadConfig } from "../functions/config.ts";
-import { Database } from "../functions/db/database.ts";
+import { Database, logConnectionError } from "../functions/db/database.ts";
 import { describeError, log } from "../functions/log.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
@@ -73,10 +73,16 @@ export async function startServer(env: Record<string, string | undefined> = proc
     const database = await resolveDatabase(config);
     undo.push(() => database.stop());
     if (database.embedded && !database.owned) say("using the embedded Postgres already running under DATA_DIR");
+    let stopping = false;
     const db = new Database(database.url, {
       max: config.DB_POOL_SIZE,
       prepare: config.DB_PREPARED_STATEMENTS,
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
+      // A terminal's Ctrl-C reaches the embedded Postgres too, which then ends the
+      // idle connections while the server stops: expected, not a warning.
+      onConnectionError: (error) => {
+        if (!stopping) logConnectionError(error);
+      },
     });
     undo.push(() => db.close());
 
@@ -90,7 +96,6 @@ export async function startServer(env: Record<string, string | undefined> = proc
         `(database: ${database.embedded ? "embedded" : "DATABASE_URL"}; photos: ${photos.where})`,
     );
 
-    let stopping = false;
     const stop = async (signal: string) => {
       if (stopping) return;
       stopping = true;

@@ -144,7 +144,7 @@ export interface DatabaseOptions {
 }
 
 /** One line per lost connection: its cause, never a connection string. */
-function logConnectionError(error: Error): void {
+export function logConnectionError(error: Error): void {
   log.warn("database connection lost", describeError(error));
 }
 
