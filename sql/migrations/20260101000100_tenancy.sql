@@ -10,13 +10,26 @@
 -- The caller's tenant, from the claims the API sets per transaction with
 -- set_config('request.jwt.claims', ..., true). Null when there are none, which
 -- matches no row. Called as (select private.request_tenant_id()) in policies so
--- Postgres evaluates it once per statement, not once per row.
+-- Postgres evaluates it once per statement, not once per row; it is also the
+-- tenant_id column default, evaluated once per inserted row.
+--
+-- PL/pgSQL, not SQL: with its pinned search_path a SQL function cannot be
+-- inlined, and Postgres would parse and plan its body again at every
+-- evaluation, where PL/pgSQL compiles it once per session and keeps its
+-- expression's plan. The search_path stays pinned to '' (Supabase's
+-- function_search_path_mutable advisor, and no caller's path can change what
+-- the body means).
 create function private.request_tenant_id() returns uuid
-  language sql stable
+  language plpgsql stable
   set search_path = ''
 as $$
-  select (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'tenant_id')::uuid
+begin
+  -- Null without claims (a connection outside a tenant scope): matches no row.
+  return (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'tenant_id')::uuid;
+end
 $$;
+comment on function private.request_tenant_id() is
+  'The caller''s tenant from the transaction''s claims (request.jwt.claims), or null. PL/pgSQL so that its body is compiled once per session, not parsed at every evaluation.';
 grant execute on function private.request_tenant_id() to camp_api;
 
 -- One shared trigger keeps updated_at honest on every table that has it.

@@ -127,3 +127,11 @@ create policy "API callers manage the subgroups of their tenant" on public.subgr
   using (tenant_id = (select private.request_tenant_id()))
   with check (tenant_id = (select private.request_tenant_id()));
 grant select, insert, update on public.subgroups to camp_api;
+
+-- The instance (and for a subgroup its supergroup) determines the tenant: a
+-- functional-dependency statistic tells the planner, which would otherwise take
+-- the RLS condition on tenant_id for independent of the instance and
+-- underestimate every per-instance lookup (see participants_tenant_dependencies).
+create statistics public.supergroups_tenant_dependencies (dependencies) on tenant_id, instance_id from public.supergroups;
+create statistics public.subgroups_tenant_dependencies (dependencies)
+  on tenant_id, instance_id, parent_supergroup_id from public.subgroups;

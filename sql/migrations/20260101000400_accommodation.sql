@@ -115,3 +115,10 @@ create policy "API callers manage the rooms of their tenant" on public.rooms
   using (tenant_id = (select private.request_tenant_id()))
   with check (tenant_id = (select private.request_tenant_id()));
 grant select, insert, update on public.rooms to camp_api;
+
+-- The instance (and for a room its block) determines the tenant: a
+-- functional-dependency statistic tells the planner, which would otherwise take
+-- the RLS condition on tenant_id for independent of the instance and
+-- underestimate every per-instance lookup (see participants_tenant_dependencies).
+create statistics public.blocks_tenant_dependencies (dependencies) on tenant_id, instance_id from public.blocks;
+create statistics public.rooms_tenant_dependencies (dependencies) on tenant_id, instance_id, block_id from public.rooms;

@@ -53,7 +53,10 @@ create table public.participants (
 create unique index participants_user_id_key on public.participants (instance_id, user_id) where deleted_at is null;
 -- List shapes: the whole tenant, or one instance, in (created_at, id) order.
 create index participants_list on public.participants (tenant_id, created_at, id) where deleted_at is null;
-create index participants_by_instance on public.participants (instance_id, created_at, id) where deleted_at is null;
+-- tenant_id is carried in the per-instance index so that the page's total,
+-- counted under RLS (which checks each row's tenant), is an index-only scan.
+create index participants_by_instance on public.participants (instance_id, created_at, id) include (tenant_id)
+  where deleted_at is null;
 -- Reference filters and the "still referenced" checks of soft deletes.
 create index participants_by_super_group on public.participants (super_group_id, created_at, id) where deleted_at is null;
 create index participants_by_sub_group on public.participants (sub_group_id, created_at, id) where deleted_at is null;
@@ -72,53 +75,124 @@ as $$
 $$;
 grant execute on function private.participant_full_name(text, text) to camp_api;
 
--- full_name is generated when missing, and follows a name change unless it had
--- been set to something other than the generated name.
 -- Every write needs a writable instance; each newly set reference must point at
 -- a live row, locked in share mode so that a concurrent soft delete of it waits
 -- for this write and then refuses (and the other way round: this write waits
 -- for the delete and then reports the reference as missing).
+--
+-- An insert is checked once per statement, not once per row: a trigger reads
+-- the inserted rows from a transition table and locks each distinct instance
+-- and reference once (a bulk create of 1,000 rows makes a handful of lookups,
+-- not five per row, each under RLS). Its locks are taken at the end of the
+-- insert, which keeps the guarantee: a soft delete of a referenced row either
+-- commits first (the lock then finds the row deleted and refuses) or waits
+-- for the lock, and then sees this insert's participants and refuses.
+-- Updates, one row at a time, keep a row trigger.
+
+-- full_name is generated when missing on insert.
+create function private.fill_participant_full_name() returns trigger
+  language plpgsql
+  set search_path = ''
+as $$
+begin
+  if new.full_name is null or btrim(new.full_name) = '' then
+    new.full_name := private.participant_full_name(new.first_name, new.surname);
+  end if;
+  return new;
+end
+$$;
+
+create function private.guard_participant_insert() returns trigger
+  language plpgsql
+  set search_path = ''
+as $$
+declare
+  v_instance_id uuid;
+begin
+  for v_instance_id in select distinct instance_id from inserted loop
+    perform private.lock_writable_instance(v_instance_id);
+  end loop;
+
+  -- Each check: lock the live rows referred to, then refuse if any reference
+  -- found no live row.
+  perform from public.supergroups
+  where id in (select super_group_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.super_group_id is not null and not exists (
+    select from public.supergroups s where s.id = i.super_group_id and s.deleted_at is null)) then
+    raise exception 'supergroup does not exist' using errcode = 'CA400', column = 'super_group_id';
+  end if;
+
+  perform from public.subgroups
+  where id in (select sub_group_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.sub_group_id is not null and not exists (
+    select from public.subgroups s where s.id = i.sub_group_id and s.deleted_at is null)) then
+    raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
+  end if;
+
+  perform from public.blocks
+  where id in (select block_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.block_id is not null and not exists (
+    select from public.blocks b where b.id = i.block_id and b.deleted_at is null)) then
+    raise exception 'block does not exist' using errcode = 'CA400', column = 'block_id';
+  end if;
+
+  perform from public.rooms
+  where id in (select room_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.room_id is not null and not exists (
+    select from public.rooms r where r.id = i.room_id and r.deleted_at is null)) then
+    raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
+  end if;
+  return null;
+end
+$$;
+
+-- On update, full_name follows a name change unless it had been set to
+-- something other than the generated name; a reference is checked when this
+-- update sets it (one it keeps was checked when set).
 create function private.guard_participant_write() returns trigger
   language plpgsql
   set search_path = ''
 as $$
 begin
-  if tg_op = 'INSERT' then
-    if new.full_name is null or btrim(new.full_name) = '' then
-      new.full_name := private.participant_full_name(new.first_name, new.surname);
-    end if;
-  elsif (new.first_name, new.surname) is distinct from (old.first_name, old.surname)
-        and new.full_name is not distinct from old.full_name
-        and old.full_name = private.participant_full_name(old.first_name, old.surname) then
+  -- full_name follows a name change unless it had been set to something
+  -- other than the generated name.
+  if (new.first_name, new.surname) is distinct from (old.first_name, old.surname)
+     and new.full_name is not distinct from old.full_name
+     and old.full_name = private.participant_full_name(old.first_name, old.surname) then
     new.full_name := private.participant_full_name(new.first_name, new.surname);
   elsif new.full_name is null or btrim(new.full_name) = '' then
     new.full_name := private.participant_full_name(new.first_name, new.surname);
   end if;
 
   perform private.lock_writable_instance(new.instance_id);
-  if tg_op = 'UPDATE' and new.instance_id is distinct from old.instance_id then
+  if new.instance_id is distinct from old.instance_id then
     perform private.lock_writable_instance(old.instance_id);
   end if;
 
-  if new.super_group_id is not null and (tg_op = 'INSERT' or new.super_group_id is distinct from old.super_group_id) then
+  -- Only a reference this update sets is checked: one it keeps was checked when set.
+  if new.super_group_id is not null and new.super_group_id is distinct from old.super_group_id then
     perform from public.supergroups where id = new.super_group_id and deleted_at is null for share;
     if not found then
       raise exception 'supergroup does not exist' using errcode = 'CA400', column = 'super_group_id';
     end if;
   end if;
-  if new.sub_group_id is not null and (tg_op = 'INSERT' or new.sub_group_id is distinct from old.sub_group_id) then
+  if new.sub_group_id is not null and new.sub_group_id is distinct from old.sub_group_id then
     perform from public.subgroups where id = new.sub_group_id and deleted_at is null for share;
     if not found then
       raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
     end if;
   end if;
-  if new.block_id is not null and (tg_op = 'INSERT' or new.block_id is distinct from old.block_id) then
+  if new.block_id is not null and new.block_id is distinct from old.block_id then
     perform from public.blocks where id = new.block_id and deleted_at is null for share;
     if not found then
       raise exception 'block does not exist' using errcode = 'CA400', column = 'block_id';
     end if;
   end if;
-  if new.room_id is not null and (tg_op = 'INSERT' or new.room_id is distinct from old.room_id) then
+  if new.room_id is not null and new.room_id is distinct from old.room_id then
     perform from public.rooms where id = new.room_id and deleted_at is null for share;
     if not found then
       raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
@@ -128,8 +202,13 @@ begin
 end
 $$;
 
-create trigger participants_guard_write before insert or update on public.participants
+create trigger participants_guard_write before update on public.participants
   for each row execute function private.guard_participant_write();
+create trigger participants_fill_full_name before insert on public.participants
+  for each row execute function private.fill_participant_full_name();
+create trigger participants_guard_insert after insert on public.participants
+  referencing new table as inserted
+  for each statement execute function private.guard_participant_insert();
 
 alter table public.participants enable row level security;
 create policy "API callers manage the participants of their tenant" on public.participants
@@ -137,3 +216,15 @@ create policy "API callers manage the participants of their tenant" on public.pa
   using (tenant_id = (select private.request_tenant_id()))
   with check (tenant_id = (select private.request_tenant_id()));
 grant select, insert, update on public.participants to camp_api;
+
+-- Planner statistics: the tenant follows from the instance. Every API
+-- statement carries the RLS condition tenant_id = <caller's tenant>, which
+-- Postgres would take to be independent of the other conditions: on a
+-- database of ten tenants it would expect a tenth of an instance's
+-- participants where all of them match, and read and sort the whole instance
+-- instead of walking participants_by_instance and stopping after one page.
+-- Functional-dependency statistics tell it that instance, group, block and
+-- room each determine the tenant (those of the structure tables are with them).
+create statistics public.participants_tenant_dependencies (dependencies)
+  on tenant_id, instance_id, super_group_id, sub_group_id, block_id, room_id
+  from public.participants;

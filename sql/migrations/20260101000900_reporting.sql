@@ -367,7 +367,9 @@ comment on column reporting.room_occupancy.over_capacity is 'More occupants than
 
 -- Occupancy per block: its rooms' capacity against the people in them.
 -- One pass over participants by (block, room) gives both the occupants of
--- each room and those placed in a block without a room.
+-- each room and those placed in a block without a room; the latter are
+-- joined on the block (a correlated subquery over `placed` would rescan the
+-- CTE, which cannot be indexed, once per block).
 create view reporting.block_occupancy with (security_invoker = true) as
 with placed as (
   select p.block_id, p.room_id, count(*) as participants
@@ -389,6 +391,12 @@ with placed as (
     sum(case when capacity is not null then greatest(capacity - occupants, 0) end)::bigint as free_places
   from room_load
   group by block_id
+), roomless as (
+  -- `placed` is grouped by (block, room), so this is at most one row per
+  -- block: the left join below cannot multiply blocks.
+  select pl.block_id, pl.participants
+  from placed pl
+  where pl.room_id is null
 )
 select
   b.instance_id,
@@ -399,12 +407,13 @@ select
   coalesce(l.rooms_without_capacity, 0) as rooms_without_capacity,
   l.capacity,
   coalesce(l.occupants, 0) as occupants,
-  coalesce((select pl.participants from placed pl where pl.block_id = b.id and pl.room_id is null), 0) as without_room,
+  coalesce(nr.participants, 0) as without_room,
   l.free_places,
   round(100.0 * l.occupants / nullif(l.capacity, 0), 1) as occupancy_percent
 from public.blocks b
 join public.instances i on i.id = b.instance_id and i.deleted_at is null
 left join block_load l on l.block_id = b.id
+left join roomless nr on nr.block_id = b.id
 where b.deleted_at is null;
 
 comment on view reporting.block_occupancy is

@@ -54,9 +54,10 @@ $$;
 -- The supergroup of a subgroup, for a participant given only the subgroup.
 -- A subgroup of another instance is refused here, on the field the client
 -- sent: filled in, its supergroup would fail the instance foreign key and the
--- error would name super_group_id, which the client never sent. Null when the
--- subgroup is not a live one of the caller's tenant (RLS applies), or when the
--- instance is not: the write's trigger then reports which.
+-- error would name super_group_id, which the client never sent. A missing
+-- instance or subgroup is reported here too, the instance first: the insert
+-- guard runs after the row's check constraints, so an unfilled supergroup
+-- would otherwise be refused first, naming a field the client never sent.
 create function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) returns uuid
   language plpgsql stable
   set search_path = ''
@@ -64,15 +65,19 @@ as $$
 declare
   v_parent uuid;
   v_instance uuid;
+  v_found boolean;
 begin
   select s.parent_supergroup_id, s.instance_id into v_parent, v_instance
   from public.subgroups s
   where s.id = p_sub_group_id and s.deleted_at is null;
+  v_found := found;
   if v_instance is distinct from p_instance_id then
-    if found and exists (select from public.instances i where i.id = p_instance_id and i.deleted_at is null) then
+    if not exists (select from public.instances i where i.id = p_instance_id and i.deleted_at is null) then
+      raise exception 'instance does not exist' using errcode = 'CA400', column = 'instance_id';
+    elsif v_found then
       raise exception 'does not belong to instance_id' using errcode = 'CA400', column = 'sub_group_id';
     end if;
-    return null;
+    raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
   end if;
   return v_parent;
 end
@@ -87,15 +92,23 @@ create function private.room_in_instance(p_room_id uuid, p_instance_id uuid) ret
 as $$
 declare
   v_room public.rooms;
+  v_found boolean;
 begin
+  -- A room being cleared: nothing to fill (room_number is cleared with it).
+  if p_room_id is null then
+    return null;
+  end if;
   select r.* into v_room
   from public.rooms r
   where r.id = p_room_id and r.deleted_at is null;
+  v_found := found;
   if v_room.instance_id is distinct from p_instance_id then
-    if found and exists (select from public.instances i where i.id = p_instance_id and i.deleted_at is null) then
+    if not exists (select from public.instances i where i.id = p_instance_id and i.deleted_at is null) then
+      raise exception 'instance does not exist' using errcode = 'CA400', column = 'instance_id';
+    elsif v_found then
       raise exception 'does not belong to instance_id' using errcode = 'CA400', column = 'room_id';
     end if;
-    return null;
+    raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
   end if;
   return v_room;
 end
