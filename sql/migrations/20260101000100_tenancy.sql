@@ -165,23 +165,3 @@ begin
     join public.users u on u.id = live.user_id;
 end
 $$;
-
--- Bearer tokens: find the user by subject, else by e-mail (case-insensitive).
--- Returns every match so the caller can refuse an e-mail that several tenants
--- share instead of guessing.
-create function private.find_token_user(p_subject text, p_email text)
-  returns table (tenant_id uuid, user_id uuid, email text, role text)
-  language sql stable
-  security definer
-  set search_path = ''
-as $$
-  select u.tenant_id, u.id, u.email, u.role
-  from public.users u
-  where u.auth_subject = p_subject
-  union all
-  select u.tenant_id, u.id, u.email, u.role
-  from public.users u
-  where p_email is not null
-    and lower(u.email) = lower(p_email)
-    and not exists (select from public.users s where s.auth_subject = p_subject)
-$$;

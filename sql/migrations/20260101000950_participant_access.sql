@@ -1,51 +1,20 @@
 -- =============================================================================
 -- Participants: what the API's statements need beyond the table
 --
--- The search behind `q`, the indexes of the list shapes the base migration does
--- not cover, and the lookups that fill a participant's supergroup from its
--- subgroup and its block and room number from its room.
+-- The extension behind `q` (its search key and index are in
+-- *_participant_search_and_sort.sql, after the columns they fold), and the
+-- lookups that fill a participant's supergroup from its subgroup and its
+-- block and room number from its room.
 -- =============================================================================
 
 -- -----------------------------------------------------------------------------
 -- Search (`q`)
 -- -----------------------------------------------------------------------------
 
--- Trigram indexes serve `ilike '%term%'`. Supabase keeps extensions in the
+-- Trigram indexes serve `like '%term%'`. Supabase keeps extensions in the
 -- `extensions` schema; a plain Postgres gets the same layout.
 create schema if not exists extensions;
 create extension if not exists pg_trgm with schema extensions;
-
--- The searchable text of a participant: names and user_id, joined by a unit
--- separator (chr(31)) so that a term never matches across two fields. The
--- list query calls this with the same arguments as the index below, or the
--- index is not used.
-create function private.participant_search_text(p_first_name text, p_surname text, p_full_name text, p_user_id text)
-  returns text
-  language sql immutable parallel safe
-  set search_path = ''
-as $$
-  select p_first_name || chr(31) || p_surname || chr(31) || p_full_name || chr(31) || p_user_id
-$$;
-grant execute on function private.participant_search_text(text, text, text, text) to camp_api;
-
--- The operator class is looked up where pg_trgm actually lives: on a database
--- where it was installed earlier in another schema, `create extension if not
--- exists` above leaves it there.
-do $$
-declare
-  v_schema text;
-begin
-  select n.nspname into v_schema
-  from pg_extension e join pg_namespace n on n.oid = e.extnamespace
-  where e.extname = 'pg_trgm';
-  execute format(
-    'create index participants_search on public.participants using gin '
-    '(private.participant_search_text(first_name, surname, full_name, user_id) %I.gin_trgm_ops) '
-    'where deleted_at is null',
-    v_schema
-  );
-end
-$$;
 
 -- -----------------------------------------------------------------------------
 -- Filling references

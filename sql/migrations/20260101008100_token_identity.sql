@@ -14,8 +14,6 @@
 -- subject alone, whatever e-mail they carry.
 -- =============================================================================
 
-drop function private.find_token_user(text, text);
-
 create function private.resolve_token_user(p_subject text, p_email text, p_email_verified boolean, p_tenant_id uuid)
   returns table (tenant_id uuid, user_id uuid, email text, role text)
   language plpgsql

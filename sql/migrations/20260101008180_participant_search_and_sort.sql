@@ -44,8 +44,6 @@ alter table public.participants
 comment on column public.participants.search_key is
   'What `q` searches: the names and user_id as private.search_key folds them, joined by chr(31). Generated; never written.';
 
-drop index if exists public.participants_search;
-
 do $$
 declare
   v_schema text;
@@ -64,7 +62,6 @@ $$;
 -- RLS the planner may not move the non-leakproof LIKE below the policy, and
 -- would check every row of the tenant. It filters on the tenant itself.
 -- A term that folds to nothing (only punctuation) finds nobody.
-drop function private.search_participant_ids(text);
 create function private.search_participant_ids(p_term text) returns setof uuid
   language sql stable security definer
   set search_path = ''
