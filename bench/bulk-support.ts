@@ -4,7 +4,7 @@ import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import type { Database } from "../functions/db/database.ts";
-import { createTenant } from "../functions/tenants/operator.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { migrate } from "../node/migrate.ts";
 import { databaseName, dropDatabase, sibling } from "./databases.ts";
 

@@ -19,7 +19,7 @@ import pg from "pg";
 import { createApp } from "../functions/app.ts";
 import { loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
-import { createTenant } from "../functions/tenants/operator.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { startEmbeddedPostgres } from "../node/embedded-db.ts";
 import { migrate } from "../node/migrate.ts";
 

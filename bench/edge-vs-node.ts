@@ -25,7 +25,7 @@ import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import pg from "pg";
 import { Database } from "../functions/db/database.ts";
-import { createTenant } from "../functions/tenants/operator.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { migrate } from "../node/migrate.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));

@@ -22,7 +22,7 @@ import pg from "pg";
 import sharp from "sharp";
 import { Database } from "../functions/db/database.ts";
 import { MAX_PHOTO_BYTES } from "../functions/photos/limits.ts";
-import { createTenant } from "../functions/tenants/operator.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { startEmbeddedPostgres } from "../node/embedded-db.ts";
 import { migrate } from "../node/migrate.ts";
 

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { Database } from "../functions/db/database.ts";
-import { connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/operator.ts";
+import { connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/roles.ts";
 import { migrate } from "../node/migrate.ts";
 import { say } from "../node/runtime.ts";
 import { databaseUrl } from "../tests/support/urls.ts";

@@ -11,9 +11,9 @@ import {
   grantReportingRole,
   listReportingRoles,
   revokeReportingRole,
-} from "../functions/reporting/operator.ts";
+} from "../functions/reporting/roles.ts";
 import { isUuid } from "../functions/resources/fields.ts";
-import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/operator.ts";
+import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/provisioning.ts";
 import { configureLogging } from "../node/logging.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";

@@ -3,7 +3,7 @@ import type { Database } from "../functions/db/database.ts";
 import { ApiError } from "../functions/errors.ts";
 import { decodeCsv } from "../functions/participants-bulk/csv-import.ts";
 import { type ImportReport, importParticipants, type LineIssue } from "../functions/participants-bulk/import.ts";
-import { importPrincipal } from "../functions/participants-bulk/operator.ts";
+import { importPrincipal } from "../functions/participants-bulk/import-principal.ts";
 import { say } from "../node/runtime.ts";
 import { progressBar } from "./progress.ts";
 

@@ -1,6 +1,6 @@
 import type { Database } from "../functions/db/database.ts";
 import { describeError, log } from "../functions/log.ts";
-import { enforceReportingLimits } from "../functions/reporting/operator.ts";
+import { enforceReportingLimits } from "../functions/reporting/roles.ts";
 
 /**
  * Runs the reporting guard every `intervalMs` (see enforceReportingLimits):

@@ -4,7 +4,7 @@ import { Database, logConnectionError } from "../functions/db/database.ts";
 import { describeError, log } from "../functions/log.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
-import { createTenant } from "../functions/tenants/operator.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { listen } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
 import type { FilePhotoStore } from "./photo-files.ts";

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { MemoryPhotoStore } from "../functions/photos/memory-store.ts";
-import { connectionDetails, grantReportingRole } from "../functions/reporting/operator.ts";
+import { connectionDetails, grantReportingRole } from "../functions/reporting/roles.ts";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";

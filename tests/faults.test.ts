@@ -5,7 +5,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
-import { createTenant } from "../functions/tenants/operator.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { type EmbeddedDatabase, startEmbeddedPostgres } from "../node/embedded-db.ts";
 import { migrate } from "../node/migrate.ts";
 import { type Outcome, send, startLoad, tally } from "./support/load.ts";

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { checkRoleName, connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/operator.ts";
+import { checkRoleName, connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/roles.ts";
 import { scramSha256Verifier } from "../functions/reporting/scram.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { run, TSX } from "./support/processes.ts";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { connectionDetails, enforceReportingLimits, grantReportingRole } from "../functions/reporting/operator.ts";
+import { connectionDetails, enforceReportingLimits, grantReportingRole } from "../functions/reporting/roles.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, testApp } from "./support/fixtures.ts";
 import { startServerProcess } from "./support/server-process.ts";

@@ -3,7 +3,7 @@ import { SignJWT } from "jose";
 import { createApp } from "../../functions/app.ts";
 import { loadConfig } from "../../functions/config.ts";
 import type { Database } from "../../functions/db/database.ts";
-import { addUser, createTenant, issueKeyFor, type Role } from "../../functions/tenants/operator.ts";
+import { addUser, createTenant, issueKeyFor, type Role } from "../../functions/tenants/provisioning.ts";
 
 /** The HS256 secret test apps verify Bearer tokens with. */
 export const TEST_JWT_SECRET = "test-secret-for-bearer-tokens-only-in-tests";
