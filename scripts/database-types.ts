@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
 /** Where the generated types are committed. */
-export const TYPES_FILE = "functions/db/database.types.ts";
+export const TYPES_FILE = "supabase/database.types.ts";
 
 function runOrThrow(command: string, args: string[], input?: string): string {
   const result = spawnSync(command, args, {

@@ -1,5 +1,5 @@
 /**
- * Regenerates functions/db/database.types.ts: migrates a scratch database on
+ * Regenerates supabase/database.types.ts: migrates a scratch database on
  * the server of DATABASE_URL (or the embedded Postgres under DATA_DIR when it
  * is unset), runs `supabase gen types typescript` against it, and drops it.
  * Run after adding a migration: npm run gen:types
