@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { addCampStructure, addRoom, addSubgroup, type CampStructure } from "./support/camp-structure.ts";
+import { addCampStructure, addRoom, addSubgroup, type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
-import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { call, newTenant, type TestApp, type TestTenant } from "./support/fixtures.ts";
 
 const t = useTestDatabase();
 const BULK = "/api/v1/participants/bulk";
@@ -15,10 +15,8 @@ let other: CampStructure;
 let counter = 0;
 
 beforeAll(async () => {
-  app = testApp(t().db);
-  tenant = await newTenant(t().db);
+  ({ app, tenant, camp } = await tenantWithCamp(t(), "A"));
   key = tenant.admin.key;
-  camp = await addCampStructure(t(), tenant.tenantId, "A");
   other = await addCampStructure(t(), tenant.tenantId, "B");
 });
 

@@ -1,9 +1,9 @@
 import { parse } from "csv-parse/sync";
 import { beforeAll, describe, expect, it } from "vitest";
 import { EXPORT_COLUMNS } from "../functions/participants-bulk/csv-export.ts";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { addCampStructure, type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
-import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { call, newTenant, type TestApp, type TestTenant } from "./support/fixtures.ts";
 
 const t = useTestDatabase();
 const EXPORT = "/api/v1/participants/export.csv";
@@ -15,10 +15,8 @@ let camp: CampStructure;
 let counter = 0;
 
 beforeAll(async () => {
-  app = testApp(t().db);
-  tenant = await newTenant(t().db);
+  ({ app, tenant, camp } = await tenantWithCamp(t(), "A"));
   key = tenant.admin.key;
-  camp = await addCampStructure(t(), tenant.tenantId, "A");
 });
 
 function row(overrides: Record<string, unknown> = {}) {

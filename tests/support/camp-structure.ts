@@ -82,7 +82,10 @@ export async function storedParticipant(t: TestDatabase, id: string) {
  * What most API test files start from: the app on the file's own database,
  * a new tenant, and a camp of that tenant with a group, a block and a room.
  */
-export async function tenantWithCamp(t: TestDatabase): Promise<{ app: TestApp; tenant: TestTenant; camp: CampStructure }> {
+export async function tenantWithCamp(
+  t: TestDatabase,
+  tag = "",
+): Promise<{ app: TestApp; tenant: TestTenant; camp: CampStructure }> {
   const tenant = await newTenant(t.db);
-  return { app: testApp(t.db), tenant, camp: await addCampStructure(t, tenant.tenantId) };
+  return { app: testApp(t.db), tenant, camp: await addCampStructure(t, tenant.tenantId, tag) };
 }
