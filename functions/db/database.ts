@@ -245,9 +245,10 @@ function claimsOf(principal: ScopePrincipal): string {
 }
 
 /**
- * The service's handle on Postgres: a pool, and the one function that opens a
- * tenant scope. Handlers never filter by tenant themselves; the RLS policies
- * do it from the claims set here.
+ * The service's handle on Postgres: a pool, the key lookup, and the tenant
+ * scopes (TenantScope) every tenant transaction runs in. Handlers never
+ * filter by tenant themselves; the RLS policies do it from the claims a
+ * scope sets.
  */
 export class Database {
   readonly pool: pg.Pool;
@@ -281,7 +282,7 @@ export class Database {
     this.pool.on("error", warn);
   }
 
-  /** A tenant scope for this principal, for code outside a request (the CLI, operators). */
+  /** A tenant scope for this principal, with no transaction open yet (a Bearer caller's, the CLI's, an operator's). */
   scopeFor<P extends ScopePrincipal>(principal: P): TenantScope<P> {
     return new TenantScope(this, principal);
   }
