@@ -36,6 +36,19 @@ create table public.participants (
   created_at       timestamptz not null default now(),
   updated_at       timestamptz not null default now(),
   deleted_at       timestamptz,
+  -- The current photo: the stored object's key (<tenant_id>/<participant_id>/<sha256>.<ext>
+  -- in the PhotoStore, local files or Supabase Storage), its type, size and hash,
+  -- updated in the same transaction as photo_link, so the link never points at nothing.
+  photo_key          text,
+  photo_content_type text
+    constraint participants_photo_content_type_check
+    check (photo_content_type in ('image/jpeg', 'image/png', 'image/gif', 'image/webp')),
+  -- The contract's limit: 5 MB (5,242,880 bytes), after metadata is removed.
+  photo_size         integer
+    constraint participants_photo_size_check check (photo_size between 1 and 5242880),
+  -- SHA-256 of the stored bytes: the object's name and the ETag it is served with.
+  photo_sha256       text
+    constraint participants_photo_sha256_check check (photo_sha256 ~ '^[0-9a-f]{64}$'),
   constraint participants_departure_date_check check (departure_date >= arrival_date),
   -- A subgroup or room is only ever held together with its parent.
   constraint participants_sub_group_id_check check (sub_group_id is null or super_group_id is not null),
@@ -47,7 +60,21 @@ create table public.participants (
     references public.subgroups (parent_supergroup_id, id),
   constraint participants_block_id_fkey foreign key (instance_id, block_id) references public.blocks (instance_id, id),
   constraint participants_room_id_fkey foreign key (instance_id, room_id) references public.rooms (instance_id, id),
-  constraint participants_room_id_parent_fkey foreign key (block_id, room_id) references public.rooms (block_id, id)
+  constraint participants_room_id_parent_fkey foreign key (block_id, room_id) references public.rooms (block_id, id),
+  -- The four photo columns come together, and the key is exactly the one the row
+  -- implies: inside the row's own tenant and participant folder, named by its
+  -- hash, with the extension of its type. A key can never point at another
+  -- tenant's or another participant's object.
+  constraint participants_photo_key_check check (
+    (photo_key is null and photo_content_type is null and photo_size is null and photo_sha256 is null)
+    or photo_key = tenant_id::text || '/' || id::text || '/' || photo_sha256 || '.' ||
+       case photo_content_type
+         when 'image/jpeg' then 'jpg'
+         when 'image/png' then 'png'
+         when 'image/gif' then 'gif'
+         when 'image/webp' then 'webp'
+       end
+  )
 );
 
 create unique index participants_user_id_key on public.participants (instance_id, user_id) where deleted_at is null;
@@ -62,6 +89,9 @@ create index participants_by_super_group on public.participants (super_group_id,
 create index participants_by_sub_group on public.participants (sub_group_id, created_at, id) where deleted_at is null;
 create index participants_by_block on public.participants (block_id, created_at, id) where deleted_at is null;
 create index participants_by_room on public.participants (room_id, created_at, id) where deleted_at is null;
+-- POST/GET /photos/user/{userId} accept a participant's user_id, which is
+-- unique only per instance: this finds it across the caller's tenant.
+create index participants_by_user_id on public.participants (tenant_id, user_id) where deleted_at is null;
 
 create trigger participants_touch_updated_at before update on public.participants
   for each row execute function private.touch_updated_at();
