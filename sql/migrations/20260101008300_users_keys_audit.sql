@@ -95,8 +95,20 @@ end
 $$;
 revoke all on function private.authenticate_api_key(bytea) from public;
 
--- Bearer tokens resolve to active users only (otherwise as in *_token_identity.sql).
-create or replace function private.resolve_token_user(p_subject text, p_email text, p_email_verified boolean, p_tenant_id uuid)
+-- Bearer identity: which user a verified token is.
+--
+-- A token proves an identity provider's subject (`sub`) and, perhaps, an
+-- e-mail. The subject is the identity: once a user is linked to one, only that
+-- subject is that user. The e-mail is a way to find a user the first time
+-- only, and only when it is worth something:
+--   * the token says the provider verified it (the caller passes that in);
+--   * the user is not linked to any subject yet, so an e-mail cannot take
+--     over an account another identity already holds;
+--   * exactly one such user matches (a `tenant_id` claim may choose among
+--     tenants sharing the e-mail; otherwise several matches are refused).
+-- That first use links the subject to the user, so later tokens match by
+-- subject alone, whatever e-mail they carry. Only an active user is found.
+create function private.resolve_token_user(p_subject text, p_email text, p_email_verified boolean, p_tenant_id uuid)
   returns table (tenant_id uuid, user_id uuid, email text, role text)
   language plpgsql
   volatile
@@ -146,6 +158,9 @@ exception
     return;
 end
 $$;
+
+comment on function private.resolve_token_user(text, text, boolean, uuid) is
+  'The user a verified Bearer token is: by subject; the first time only, by a verified e-mail of a user no subject holds yet, which it then links.';
 
 -- -----------------------------------------------------------------------------
 -- participants: erasure
