@@ -6,7 +6,7 @@ import { list } from "../http/envelope.ts";
 import { authenticated, errors, json, listOf, newRouter } from "../http/openapi.ts";
 import { cleanText, idFilter, pagination } from "../resources/fields.ts";
 
-/** The audit trail, read by the tenant's admins; the database writes it (see *_users_keys_audit.sql). */
+/** The audit trail, read by the tenant's admins; the database writes it (see *_audit.sql). */
 
 const AuditEvent = z
   .object({

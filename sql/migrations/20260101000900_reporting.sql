@@ -43,12 +43,23 @@ create table private.reporting_roles (
   -- A role name as Postgres stores it; the CLI only makes lower-case ones.
   role_name  text primary key constraint reporting_roles_role_name_check check (role_name ~ '^[a-z][a-z0-9_]{2,62}$'),
   tenant_id  uuid not null references public.tenants (id),
-  created_at timestamptz not null default now()
+  created_at timestamptz not null default now(),
+  -- The limits the role was granted, which the guard enforces (*_reporting_limits.sql).
+  connection_limit int not null default 3
+    constraint reporting_roles_connection_limit_check check (connection_limit between 1 and 100),
+  statement_timeout interval not null default interval '30 seconds'
+    constraint reporting_roles_statement_timeout_check check (statement_timeout between interval '100 milliseconds' and interval '1 hour'),
+  idle_timeout interval not null default interval '60 seconds'
+    constraint reporting_roles_idle_timeout_check check (idle_timeout between interval '100 milliseconds' and interval '1 hour')
 );
 create index reporting_roles_tenant_id on private.reporting_roles (tenant_id);
 
 comment on table private.reporting_roles is
   'Reporting login roles and the one tenant each may read. Keyed on the role name, which only operators can change.';
+comment on column private.reporting_roles.statement_timeout is
+  'Longest statement the role may run; the role starts with it as statement_timeout, and the guard cancels past it even when the role has lifted its own setting.';
+comment on column private.reporting_roles.idle_timeout is
+  'Longest a session of the role may sit idle inside a transaction (holding locks and a snapshot) before the guard ends it.';
 
 -- The tenant of the logged-in reporting role, or null. session_user, not
 -- current_user: `set role camp_reporting` changes current_user, never the

@@ -12,19 +12,8 @@
 --   * no temporary tables, and temp_file_limit where the operator may set it
 --     (a superuser-only setting, which a role cannot lift for itself).
 
--- The limits each role was granted, which the guard enforces.
-alter table private.reporting_roles
-  add column connection_limit int not null default 3
-    constraint reporting_roles_connection_limit_check check (connection_limit between 1 and 100),
-  add column statement_timeout interval not null default interval '30 seconds'
-    constraint reporting_roles_statement_timeout_check check (statement_timeout between interval '100 milliseconds' and interval '1 hour'),
-  add column idle_timeout interval not null default interval '60 seconds'
-    constraint reporting_roles_idle_timeout_check check (idle_timeout between interval '100 milliseconds' and interval '1 hour');
-
-comment on column private.reporting_roles.statement_timeout is
-  'Longest statement the role may run; the role starts with it as statement_timeout, and the guard cancels past it even when the role has lifted its own setting.';
-comment on column private.reporting_roles.idle_timeout is
-  'Longest a session of the role may sit idle inside a transaction (holding locks and a snapshot) before the guard ends it.';
+-- The limits each role was granted are columns of private.reporting_roles
+-- (*_reporting.sql).
 
 -- Temporary tables are writes of unbounded size, and CONNECT reaches every
 -- database that grants it to PUBLIC. On the service's database PUBLIC loses
