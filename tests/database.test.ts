@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
-import { useTestDatabase } from "./support/database.ts";
+import { countingDatabase, useTestDatabase } from "./support/database.ts";
 import { newTenant, type TestTenant } from "./support/fixtures.ts";
 
 const t = useTestDatabase();
@@ -72,27 +72,13 @@ describe("the tenant transaction", () => {
   });
 });
 
-/** A one-connection Database whose round trips (pg query calls) are recorded as their texts. */
-function countingDatabase(prepare = true) {
-  const db = new Database(t().url, { max: 1, prepare });
-  const sent: string[] = [];
-  db.pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
-      sent.push(typeof config === "string" ? config : (config as { text: string }).text);
-      return query(config, ...rest);
-    };
-  });
-  return { db, sent };
-}
-
 describe("a one-statement transaction", () => {
   const hostile = ['O\'Brien \\ "x" 😀 $1 ; commit; --', "\\x00"];
   const statement = "select $1::text as a, $2::text as b, $3::bytea as c, $4::int as d, $5::boolean as e, $6::text as f";
   const values = [...hostile, Buffer.from([0, 39, 92, 255]), 42, true, null];
 
   it("sends the statement with the commit in one round trip once the connection has prepared it, with the same values", async () => {
-    const { db, sent } = countingDatabase();
+    const { db, sent } = countingDatabase(t().url);
     try {
       const once = () => db.asTenant(principal(), (sql) => sql.one(statement, values), { oneStatement: true });
       const first = await once();
@@ -109,7 +95,7 @@ describe("a one-statement transaction", () => {
   });
 
   it("commits a write it sends with the commit, under the tenant scope", async () => {
-    const { db, sent } = countingDatabase();
+    const { db, sent } = countingDatabase(t().url);
     try {
       const add = (email: string) =>
         db.asTenant(
@@ -135,7 +121,7 @@ describe("a one-statement transaction", () => {
   });
 
   it("rolls back when the statement fails, and the connection serves the next request", async () => {
-    const { db } = countingDatabase();
+    const { db } = countingDatabase(t().url);
     try {
       const email = `dup-${crypto.randomUUID()}@example.org`;
       const add = () =>
@@ -174,7 +160,7 @@ describe("a one-statement transaction", () => {
   });
 
   it("sends the commit on its own with prepare: false, for transaction-mode poolers", async () => {
-    const { db, sent } = countingDatabase(false);
+    const { db, sent } = countingDatabase(t().url, false);
     try {
       for (let i = 0; i < 2; i++) {
         sent.length = 0;

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../functions/db/database.ts";
 import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
-import { useTestDatabase } from "./support/database.ts";
+import { countingDatabase, useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 
 /**
@@ -21,15 +20,7 @@ beforeAll(async () => {
 });
 
 function countingApp(prepare: boolean) {
-  const db = new Database(t().url, { max: 1, prepare });
-  const sent: string[] = [];
-  db.pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
-      sent.push(typeof config === "string" ? config : (config as { text: string }).text);
-      return query(config, ...rest);
-    };
-  });
+  const { db, sent } = countingDatabase(t().url, prepare);
   return { db, app: testApp(db), sent };
 }
 

@@ -58,3 +58,20 @@ export function useTestDatabase(): () => TestDatabase {
     return current;
   };
 }
+
+/**
+ * A one-connection Database on `url` whose round trips (pg query calls: pg
+ * waits for Postgres before it sends the next) are recorded as their texts.
+ */
+export function countingDatabase(url: string, prepare = true): { db: Database; sent: string[] } {
+  const db = new Database(url, { max: 1, prepare });
+  const sent: string[] = [];
+  db.pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+      sent.push(typeof config === "string" ? config : (config as { text: string }).text);
+      return query(config, ...rest);
+    };
+  });
+  return { db, sent };
+}
