@@ -3,7 +3,11 @@ import type { Config } from "./config.ts";
 import type { Database, TenantScope } from "./db/database.ts";
 import type { IdempotencyLookup } from "./http/idempotency.ts";
 
-/** What the middleware puts on each request's context, for the routes to read. */
+/**
+ * What the middleware puts on each request's context, for the routes to read
+ * with `c.get(name)`: Hono's `c.var` copies every variable into a new object on
+ * each read.
+ */
 export interface AppEnv {
   Variables: {
     db: Database;

@@ -4,8 +4,9 @@ import { configure, getJsonLinesFormatter, type LogLevel, type LogRecord } from 
  * Where the service's log goes on Node: one JSON object per line on stderr
  * (stdout stays for the CLI's output meant for scripts). LOG_LEVEL sets the
  * least severe level written (`info` writes a line per request).
+ * `write` replaces stderr (tests read the lines); it gets each line as it is logged.
  */
-export async function configureLogging(level: LogLevel = "info", write = (line: string) => process.stderr.write(line)) {
+export async function configureLogging(level: LogLevel = "info", write: (line: string) => unknown = stderrLines.write) {
   const format = getJsonLinesFormatter({ categorySeparator: ".", message: "rendered", properties: "flatten" });
   await configure({
     reset: true,
@@ -16,3 +17,26 @@ export async function configureLogging(level: LogLevel = "info", write = (line: 
     ],
   });
 }
+
+/**
+ * Collects lines and writes those logged in one turn of the event loop in one
+ * write: a write per line is a system call per request, on the requests' own
+ * thread. What is pending when the process exits is written then, synchronously
+ * (stderr to a file or a pipe is synchronous on Linux), so no line is lost to an exit.
+ */
+export function batchedLines(writeText: (text: string) => unknown) {
+  let pending: string[] = [];
+  const flush = () => {
+    if (pending.length === 0) return;
+    const text = pending.join("");
+    pending = [];
+    writeText(text);
+  };
+  const write = (line: string) => {
+    if (pending.push(line) === 1) setImmediate(flush);
+  };
+  return { write, flush };
+}
+
+const stderrLines = batchedLines((text) => process.stderr.write(text));
+process.on("exit", stderrLines.flush);

@@ -143,14 +143,14 @@ const revoke = createRoute({
 export const apiKeyRoutes = newRouter()
   .openapi(generate, async (c) => {
     const { email, expires_at, name, scopes } = c.req.valid("json");
-    const principal = c.var.principal;
+    const principal = c.get("principal");
     const self = principal.email.toLowerCase() === email.toLowerCase();
     // An admin may issue for anyone in the tenant; anyone else only for
     // themselves, and only on the strength of an identity-provider token.
     if (principal.role !== "admin" && !(principal.via === "bearer" && self)) {
       throw forbidden("only an admin can issue keys for other users");
     }
-    const issued = await c.var.tenant.run(async (sql) => {
+    const issued = await c.get("tenant").run(async (sql) => {
       const user = await findUserByEmail(sql, email);
       if (!user) throw notFound("user");
       return issueKey(sql, user.id, { expiresAt: expires_at ? new Date(expires_at) : null, name, scopes });
@@ -159,8 +159,9 @@ export const apiKeyRoutes = newRouter()
     return ok(c, issued, 201);
   })
   .openapi(myKey, async (c) => {
-    const principal = c.var.principal;
-    const record = await c.var.tenant.run(async (sql) =>
+    const principal = c.get("principal");
+    const tenant = c.get("tenant");
+    const record = await tenant.run((sql) =>
       principal.keyId ? keyById(sql, principal.keyId) : activeKeyOf(sql, principal.userId),
     );
     if (!record) throw notFound("API key");
@@ -168,20 +169,20 @@ export const apiKeyRoutes = newRouter()
   })
   .openapi(byId, async (c) => {
     const { id } = c.req.valid("param");
-    const principal = c.var.principal;
-    const record = isUuid(id) ? await c.var.tenant.run((sql) => keyById(sql, id), { oneStatement: true }) : undefined;
+    const principal = c.get("principal");
+    const record = isUuid(id) ? await c.get("tenant").run((sql) => keyById(sql, id), { oneStatement: true }) : undefined;
     // Someone else's key is as unknown to a non-admin as one of another tenant.
     if (!record || (principal.role !== "admin" && record.user_id !== principal.userId)) throw notFound("API key");
     return ok(c, record);
   })
   .openapi(listRoute, async (c) => {
-    adminOnly(c.var.principal);
-    const page = await c.var.tenant.run((sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
+    adminOnly(c.get("principal"));
+    const page = await c.get("tenant").run((sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(regenerate, async (c) => {
-    const principal = c.var.principal;
-    const issued = await c.var.tenant.run(async (sql) => {
+    const principal = c.get("principal");
+    const issued = await c.get("tenant").run(async (sql) => {
       const keyId = await currentKeyId(sql, principal);
       const current = await keyById(sql, keyId);
       // A concurrent regenerate or revoke got there first: this key is no longer valid.
@@ -192,8 +193,8 @@ export const apiKeyRoutes = newRouter()
     return ok(c, issued);
   })
   .openapi(revoke, async (c) => {
-    const principal = c.var.principal;
-    await c.var.tenant.run(async (sql) => {
+    const principal = c.get("principal");
+    await c.get("tenant").run(async (sql) => {
       const keyId = await currentKeyId(sql, principal);
       if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
     });
@@ -201,9 +202,9 @@ export const apiKeyRoutes = newRouter()
   })
   // After /revoke, which /{id} would otherwise answer.
   .openapi(revokeById, async (c) => {
-    adminOnly(c.var.principal);
+    adminOnly(c.get("principal"));
     const { id } = c.req.valid("param");
-    await c.var.tenant.run(async (sql) => {
+    await c.get("tenant").run(async (sql) => {
       const key = isUuid(id) ? await keyById(sql, id) : undefined;
       if (!key) throw notFound("API key");
       if (!(await revokeKey(sql, id))) throw conflict("this key is already revoked");

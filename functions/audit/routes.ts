@@ -90,7 +90,7 @@ const listRoute = createRoute({
 });
 
 export const auditRoutes = newRouter().openapi(listRoute, async (c) => {
-  if (c.var.principal.role !== "admin") throw forbidden("only an admin can read the audit trail");
-  const page = await c.var.tenant.run((sql) => listEvents(sql, c.req.valid("query")), { oneStatement: true });
+  if (c.get("principal").role !== "admin") throw forbidden("only an admin can read the audit trail");
+  const page = await c.get("tenant").run((sql) => listEvents(sql, c.req.valid("query")), { oneStatement: true });
   return list(c, page.rows as never[], page.meta);
 });

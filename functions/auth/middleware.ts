@@ -27,7 +27,7 @@ const OWN_KEY = /\/api-keys\/(regenerate|revoke)$/;
  */
 export function authenticate(verifyToken: TokenVerifier) {
   return createMiddleware<AppEnv>(async (c, next) => {
-    const db = c.var.db;
+    const db = c.get("db");
     const apiKey = c.req.header("x-api-key");
     const authorization = c.req.header("authorization");
     const charge = rateCharge(c);
@@ -49,12 +49,12 @@ export function authenticate(verifyToken: TokenVerifier) {
           via: "api_key" as const,
           keyId: row.key_id,
           scopes: row.scopes,
-          requestId: c.var.requestId,
+          requestId: c.get("requestId"),
         }),
         {
           openScope: await bodyInHand(c),
           charge,
-          requestId: c.var.requestId,
+          requestId: c.get("requestId"),
           inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
         },
       );
@@ -88,7 +88,7 @@ export function authenticate(verifyToken: TokenVerifier) {
         role: user.role,
         via: "bearer",
         scopes: ["read", "write"],
-        requestId: c.var.requestId,
+        requestId: c.get("requestId"),
       });
       if (user.rate_limit != null)
         rate = { limit: user.rate_limit, remaining: user.remaining ?? 0, reset: user.reset_seconds ?? 1 };

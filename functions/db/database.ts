@@ -392,7 +392,7 @@ export class Database {
 
 /**
  * One request's tenant scope, carried on the request context as
- * `c.var.tenant` (set by the auth middleware, closed by it when the request
+ * `c.get("tenant")` (set by the auth middleware, closed by it when the request
  * ends): every transaction of the request runs through it, as the API role
  * with the principal's tenant in the transaction-local claims that the RLS
  * policies read. Only SET LOCAL / set_config(..., true) is used, so this

@@ -40,7 +40,7 @@ export function mountDocs(app: OpenAPIHono<AppEnv>): void {
 
   app.get(OPENAPI_PATH, (c) => {
     // Built on first request, once every router is mounted.
-    const publicUrl = c.var.config.PUBLIC_URL?.replace(/\/+$/, "");
+    const publicUrl = c.get("config").PUBLIC_URL?.replace(/\/+$/, "");
     document ??= clientReady(
       app.getOpenAPI31Document({
         openapi: "3.1.0",

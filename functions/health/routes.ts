@@ -46,8 +46,9 @@ export function healthRoutes(store: PhotoStore) {
   };
 
   return newRouter().openapi(route, async (c) => {
+    const db = c.get("db");
     const database = withTimeout(
-      c.var.db.query("select 1").then(() => true),
+      db.query("select 1").then(() => true),
       () => false,
     ).catch(() => false);
     const [databaseUp, storageHealth] = await Promise.all([database, storageState()]);

@@ -65,11 +65,12 @@ export function idempotency() {
     if (c.req.method !== "POST" || key === undefined) return next();
     if (!KEY.test(key)) throw invalidField(HEADER, "must be 1 to 255 visible ASCII characters");
     const requestHash = await fingerprint(c);
-    const { principal, tenant } = c.var;
+    const principal = c.get("principal");
+    const tenant = c.get("tenant");
 
     return tenant.wholeRequest(async (sql, last) => {
       // The key lookup has usually done this in its own round trip, in this transaction.
-      const found = c.var.idempotencyLookup ?? (await sql.one<IdempotencyLookup>(lookupStatement("$1"), [key]));
+      const found = c.get("idempotencyLookup") ?? (await sql.one<IdempotencyLookup>(lookupStatement("$1"), [key]));
       if (!found?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);
       const stored = found.stored;
       if (stored) {

@@ -19,7 +19,7 @@ const HEAVY: Array<{ method: string; path: RegExp; weight: number }> = [
 
 /** The charge of this request against RATE_LIMIT_PER_MINUTE, or none when limits are off (0). */
 export function rateCharge(c: Context<AppEnv>): RateCharge | undefined {
-  const limit = c.var.config.RATE_LIMIT_PER_MINUTE;
+  const limit = c.get("config").RATE_LIMIT_PER_MINUTE;
   if (limit === 0) return undefined;
   const heavy = HEAVY.find((rule) => rule.method === c.req.method && rule.path.test(c.req.path));
   return { weight: heavy?.weight ?? 1, limit, windowSeconds: WINDOW_SECONDS };

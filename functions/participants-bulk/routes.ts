@@ -93,7 +93,7 @@ export const participantBulkRoutes = newRouter();
 participantBulkRoutes
   .openapi(bulk, async (c) => {
     const candidates = c.req.valid("json").participants.map((input, at) => ({ at, input }));
-    const created = await c.var.tenant.run(async (sql) => {
+    const created = await c.get("tenant").run(async (sql) => {
       const prepared = await prepareRows(sql, candidates, { label: "row" });
       if (prepared.issues.length > 0) {
         const details = prepared.issues.map(({ at, field, issue }) => ({ index: at, field, issue }));
@@ -107,7 +107,7 @@ participantBulkRoutes
     return okOfJson<Array<z.infer<typeof Participant>>, 201>(c, created, 201);
   })
   .openapi(exportRoute, async (c) => {
-    const body = await exportCsv(c.var.tenant, c.req.valid("query"));
+    const body = await exportCsv(c.get("tenant"), c.req.valid("query"));
     return c.body(body, 200, {
       "Content-Type": "text/csv; charset=utf-8",
       "Content-Disposition": 'attachment; filename="participants.csv"',
@@ -124,7 +124,7 @@ participantBulkRoutes
       throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "CSV must be UTF-8", { field: "content-type", issue: `charset ${charset}` });
     }
     const text = decodeCsv(new Uint8Array(await c.req.arrayBuffer()));
-    const report = await importParticipants(c.var.tenant, { text, instanceId: instance_id, dryRun: dry_run });
+    const report = await importParticipants(c.get("tenant"), { text, instanceId: instance_id, dryRun: dry_run });
     if (dry_run) return ok(c, report, 200);
     locate(c, `/api/v1/participants?instance_id=${instance_id}`);
     return ok(c, report, 201);

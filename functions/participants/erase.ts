@@ -28,19 +28,22 @@ const route = createRoute({
 
 export function eraseRoutes(store: PhotoStore) {
   return newRouter().openapi(route, async (c) => {
-    if (c.var.principal.role !== "admin") throw forbidden("only an admin can erase a participant");
+    if (c.get("principal").role !== "admin") throw forbidden("only an admin can erase a participant");
     const { id } = c.req.valid("param");
     if (!isUuid(id)) throw notFound("participant");
-    const [erased] = await c.var.tenant.run((sql) =>
-      sql.query<{ photo_key: string | null }>("select private.erase_participant($1) as photo_key", [id]),
-    );
+    const [erased] = await c
+      .get("tenant")
+      .run((sql) => sql.query<{ photo_key: string | null }>("select private.erase_participant($1) as photo_key", [id]));
     const photoKey = erased?.photo_key;
     if (photoKey) {
       try {
         await store.delete(photoKey);
       } catch (error) {
         // The row no longer points at it: camp photos sweep removes it.
-        log.warn("erased participant's photo could not be deleted yet", { request_id: c.var.requestId, ...describeError(error) });
+        log.warn("erased participant's photo could not be deleted yet", {
+          request_id: c.get("requestId"),
+          ...describeError(error),
+        });
       }
     }
     return message(c, "participant erased");

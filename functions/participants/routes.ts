@@ -92,19 +92,19 @@ participantRoutes.use("/:id", uuidPath);
 participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
-    const created = await c.var.tenant.run((sql) => createParticipant(sql, input), { oneStatement: true });
+    const created = await c.get("tenant").run((sql) => createParticipant(sql, input), { oneStatement: true });
     locate(c, `/api/v1/participants/${(JSON.parse(created.json) as { id: string }).id}`);
     c.header("ETag", etagOf(created.version));
     return okOfJson<z.infer<typeof Participant>, 201>(c, created.json, 201);
   })
   .openapi(listRoute, async (c) => {
     const filters = c.req.valid("query");
-    const page = await c.var.tenant.run((sql) => listParticipants(sql, filters), { oneStatement: true });
+    const page = await c.get("tenant").run((sql) => listParticipants(sql, filters), { oneStatement: true });
     return listOfJson<z.infer<typeof Participant>>(c, page.json, page.meta);
   })
   .openapi(get, async (c) => {
     const id = c.req.valid("param").id;
-    const found = await c.var.tenant.run((sql) => getParticipant(sql, id), { oneStatement: true });
+    const found = await c.get("tenant").run((sql) => getParticipant(sql, id), { oneStatement: true });
     if (found === undefined) throw notFound("participant");
     const etag = etagOf(found.version);
     c.header("ETag", etag);
@@ -117,7 +117,7 @@ for (const method of ["put", "patch"] as const) {
     const id = c.req.valid("param").id;
     const input = c.req.valid("json");
     const precondition = ifMatch(c);
-    const updated = await c.var.tenant.run(async (sql) => {
+    const updated = await c.get("tenant").run(async (sql) => {
       const result = await updateParticipant(sql, id, input, precondition);
       if (result) return result;
       throw precondition && (await participantExists(sql, id)) ? preconditionFailed() : notFound("participant");
@@ -130,7 +130,7 @@ for (const method of ["put", "patch"] as const) {
 participantRoutes.openapi(remove, async (c) => {
   const id = c.req.valid("param").id;
   const precondition = ifMatch(c);
-  await c.var.tenant.run(async (sql) => {
+  await c.get("tenant").run(async (sql) => {
     if (await deleteParticipant(sql, id, precondition)) return;
     throw precondition && (await participantExists(sql, id)) ? preconditionFailed() : notFound("participant");
   });

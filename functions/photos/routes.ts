@@ -103,7 +103,7 @@ const download = createRoute({
  */
 function photoLink(c: Context<AppEnv>, participantId: string): string {
   const path = photoPath(participantId);
-  const base = c.var.config.PUBLIC_URL?.replace(/\/+$/, "");
+  const base = c.get("config").PUBLIC_URL?.replace(/\/+$/, "");
   return base ? `${base}${path}` : path;
 }
 
@@ -121,7 +121,7 @@ export function photoRoutes(store: PhotoStore) {
     .openapi(upload, async (c) => {
       const { userId } = c.req.valid("param");
       const { instance_id } = c.req.valid("query");
-      const { tenant } = c.var;
+      const tenant = c.get("tenant");
       const owner = await tenant.run((sql) => findPhotoOwner(sql, userId, instance_id));
       const photo = await preparePhoto(await readPhotoPart(c.req.raw));
       const data = await savePhoto({ tenant, store }, owner.id, photo, photoLink(c, owner.id));
@@ -133,7 +133,7 @@ export function photoRoutes(store: PhotoStore) {
     .openapi(download, async (c) => {
       const { userId } = c.req.valid("param");
       const { instance_id } = c.req.valid("query");
-      const owner = await c.var.tenant.run((sql) => findPhotoOwner(sql, userId, instance_id));
+      const owner = await c.get("tenant").run((sql) => findPhotoOwner(sql, userId, instance_id));
       if (!owner.photo_key || !owner.photo_sha256 || !owner.photo_content_type) throw notFound("photo");
       const etag = `"${owner.photo_sha256}"`;
       const headers = { ETag: etag, "Cache-Control": "private", "X-Content-Type-Options": "nosniff" };
@@ -141,7 +141,7 @@ export function photoRoutes(store: PhotoStore) {
       const key = owner.photo_key;
       const stream = await storeCall(() => store.get(key));
       if (!stream) {
-        log.warn("photo object missing from the store", { request_id: c.var.requestId, key });
+        log.warn("photo object missing from the store", { request_id: c.get("requestId"), key });
         throw notFound("photo");
       }
       return c.body(stream, 200, {

@@ -91,12 +91,12 @@ export function crudRoutes(spec: ResourceSpec) {
     .openapi(listRoute, async (c) => {
       const { limit, offset, sort, updated_since, include_deleted, ...filters } = c.req.valid("query") as Row & ListOptions;
       const options = { limit, offset, sort, updated_since, include_deleted: Boolean(include_deleted) };
-      const page = await c.var.tenant.run((sql) => table.list(sql, filters, options), { oneStatement: true });
+      const page = await c.get("tenant").run((sql) => table.list(sql, filters, options), { oneStatement: true });
       return list(c, page.rows, page.meta);
     })
     .openapi(getRoute, async (c) => {
       const id = pathId(c.req.valid("param").id);
-      const found = await c.var.tenant.run((sql) => table.get(sql, id), { oneStatement: true });
+      const found = await c.get("tenant").run((sql) => table.get(sql, id), { oneStatement: true });
       if (!found) throw notFound(noun);
       const etag = etagOf(found.version);
       c.header("ETag", etag);
@@ -105,7 +105,7 @@ export function crudRoutes(spec: ResourceSpec) {
     })
     .openapi(createOne, async (c) => {
       const values = c.req.valid("json") as Row;
-      const created = await c.var.tenant.run((sql) => table.insert(sql, values), { oneStatement: true });
+      const created = await c.get("tenant").run((sql) => table.insert(sql, values), { oneStatement: true });
       locate(c, `${c.req.path.replace(/\/+$/, "")}/${(created.row as { id: string }).id}`);
       c.header("ETag", etagOf(created.version));
       return ok(c, created.row as Row, 201);
@@ -115,7 +115,7 @@ export function crudRoutes(spec: ResourceSpec) {
     .openapi(deleteOne, async (c) => {
       const id = pathId(c.req.valid("param").id);
       const precondition = ifMatch(c);
-      await c.var.tenant.run(async (sql) => {
+      await c.get("tenant").run(async (sql) => {
         if (await table.softDelete(sql, id, precondition)) return;
         throw precondition && (await table.exists(sql, id)) ? preconditionFailed() : notFound(noun);
       });
@@ -125,7 +125,7 @@ export function crudRoutes(spec: ResourceSpec) {
   async function updateOne(c: Context<AppEnv>, rawId: string, values: unknown) {
     const id = pathId(rawId);
     const precondition = ifMatch(c);
-    const updated = await c.var.tenant.run(async (sql) => {
+    const updated = await c.get("tenant").run(async (sql) => {
       const result = await table.update(sql, id, values as Row, precondition);
       if (result) return result;
       throw precondition && (await table.exists(sql, id)) ? preconditionFailed() : notFound(noun);

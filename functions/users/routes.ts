@@ -95,30 +95,30 @@ const changeOne = createRoute({
 
 export const userRoutes = newRouter()
   .openapi(listRoute, async (c) => {
-    adminOnly(c.var.principal);
-    const page = await c.var.tenant.run((sql) => listUsers(sql, c.req.valid("query")), { oneStatement: true });
+    adminOnly(c.get("principal"));
+    const page = await c.get("tenant").run((sql) => listUsers(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(getRoute, async (c) => {
-    adminOnly(c.var.principal);
+    adminOnly(c.get("principal"));
     const { id } = c.req.valid("param");
-    const user = isUuid(id) ? await c.var.tenant.run((sql) => getUser(sql, id), { oneStatement: true }) : undefined;
+    const user = isUuid(id) ? await c.get("tenant").run((sql) => getUser(sql, id), { oneStatement: true }) : undefined;
     if (!user) throw notFound("user");
     return ok(c, user);
   })
   .openapi(createOne, async (c) => {
-    adminOnly(c.var.principal);
+    adminOnly(c.get("principal"));
     const { email, role } = c.req.valid("json");
-    const user = await c.var.tenant.run((sql) => addUser(sql, email, role), { oneStatement: true });
+    const user = await c.get("tenant").run((sql) => addUser(sql, email, role), { oneStatement: true });
     if (!user) throw notFound("user");
     locate(c, `/api/v1/users/${user.id}`);
     return ok(c, user, 201);
   })
   .openapi(changeOne, async (c) => {
-    adminOnly(c.var.principal);
+    adminOnly(c.get("principal"));
     const { id } = c.req.valid("param");
     const change = c.req.valid("json");
-    const user = isUuid(id) ? await c.var.tenant.run((sql) => changeUser(sql, id, change)) : undefined;
+    const user = isUuid(id) ? await c.get("tenant").run((sql) => changeUser(sql, id, change)) : undefined;
     if (!user) throw notFound("user");
     return ok(c, user);
   });
