@@ -1,6 +1,7 @@
 import pg from "pg";
-import { asString, executing, prepareOnce, type RawRun, runLoops, type Template } from "./raw.ts";
+import { asString, executing, prepareOnce, type RawRun, runLoops } from "./raw.ts";
 import type { Slot, Vars } from "./scenarios.ts";
+import type { Template } from "./server-protocol.ts";
 import type { LoadFigures } from "./stats.ts";
 
 /**

@@ -19,7 +19,6 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import type { Principal } from "../functions/auth/principal.ts";
 import { Database, type Sql } from "../functions/db/database.ts";
 import {
   createParticipant,
@@ -29,6 +28,7 @@ import {
   updateParticipant,
 } from "../functions/participants/data.ts";
 import type { ListFilters } from "../functions/participants/schemas.ts";
+import type { Principal } from "../functions/principal.ts";
 import { startEmbeddedPostgres } from "../node/embedded-db.ts";
 import { migrate } from "../node/migrate.ts";
 

@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import pg from "pg";
-import { replayOnce, type Template } from "./raw.ts";
-import { decodeVars, FLOOR_VARS_HEADER, type FloorReply, type FloorRequest } from "./server-protocol.ts";
+import { replayOnce } from "./raw.ts";
+import { decodeVars, FLOOR_VARS_HEADER, type FloorReply, type FloorRequest, type Template } from "./server-protocol.ts";
 
 /**
  * The Node floor: a bare node:http server on a pg pool that answers each

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { SLOTS, type Slot, type Vars } from "./scenarios.ts";
-import type { CapturedStatement } from "./server-protocol.ts";
+import type { CapturedStatement, Part, Template, Value } from "./server-protocol.ts";
 import { figures, Latencies, type LoadFigures } from "./stats.ts";
 
 /**
@@ -10,25 +10,9 @@ import { figures, Latencies, type LoadFigures } from "./stats.ts";
  * client are sent on one pooled client here too.
  */
 
-type Part = string | { slot: Slot };
-type Value = { value: unknown } | { slot: Slot };
-
-interface Template {
-  client: number;
-  /** Whether the captured statement returned rows: a replay that returns none has gone wrong. */
-  rows: boolean;
-  name?: string;
-  /** See CapturedStatement.prepared. */
-  prepared?: { name: string; text: string };
-  text: Part[];
-  values?: Value[];
-}
-
 export const asString = (v: Vars, slot: Slot): string => (slot === "keyHash" ? v.keyHash.toString("hex") : v[slot]);
 
 /** Finds the request's own values in the captured statements and marks them as slots. */
-export type { Template };
-
 export function compile(statements: CapturedStatement[], from: Vars): Template[] {
   // Values may also stand in the text as literals: the claims, the key's hash in a key lookup,
   // and every value of a statement sent with its commit (execute …; commit).

@@ -1,8 +1,7 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
-import type { Template } from "./raw.ts";
-import type { CapturedStatement, FloorReply, FloorRequest, ServerReply, ServerRequest } from "./server-protocol.ts";
+import type { CapturedStatement, FloorReply, FloorRequest, ServerReply, ServerRequest, Template } from "./server-protocol.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 

@@ -1,5 +1,4 @@
-import type { Template } from "./raw.ts";
-import type { Vars } from "./scenarios.ts";
+import type { Slot, Vars } from "./scenarios.ts";
 
 /** What bench/load.ts and its servers (bench/server.ts, bench/floor-server.ts) say to each other. */
 
@@ -19,6 +18,20 @@ export interface CapturedStatement {
   /** Rows it returned (the last statement's, for several in one text); the replay expects rows where it had rows. */
   rows: number;
 }
+
+/** A captured statement with the request's own values marked as slots (bench/raw.ts compile), replayed with another request's. */
+export interface Template {
+  client: number;
+  /** Whether the captured statement returned rows: a replay that returns none has gone wrong. */
+  rows: boolean;
+  name?: string;
+  /** See CapturedStatement.prepared. */
+  prepared?: { name: string; text: string };
+  text: Part[];
+  values?: Value[];
+}
+export type Part = string | { slot: Slot };
+export type Value = { value: unknown } | { slot: Slot };
 
 export type ServerRequest = { type: "count" } | { type: "capture"; on: boolean };
 export type ServerReply = { type: "count"; queries: number } | { type: "capture"; statements: CapturedStatement[] };

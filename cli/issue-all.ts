@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, openSync, writeSync } from "node:fs";
-import { issueMissingKey, usersWithoutKey } from "../functions/api-keys/issue-all.ts";
 import type { Database } from "../functions/db/database.ts";
+import { issueMissingKey, usersWithoutKey } from "../functions/tenants/issue-all-keys.ts";
 import { say } from "../node/runtime.ts";
 import { progressBar } from "./progress.ts";
 

@@ -1,7 +1,7 @@
-import type { Principal } from "./auth/principal.ts";
 import type { Config } from "./config.ts";
 import type { Database, TenantScope } from "./db/database.ts";
-import type { IdempotencyLookup } from "./http/idempotency.ts";
+import type { IdempotencyLookup } from "./db/idempotency-lookup.ts";
+import type { Principal } from "./principal.ts";
 
 /**
  * What the middleware puts on each request's context, for the routes to read

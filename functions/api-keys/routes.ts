@@ -1,9 +1,9 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Principal } from "../auth/principal.ts";
 import type { Sql } from "../db/database.ts";
 import { conflict, forbidden, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import type { Principal } from "../principal.ts";
 import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
 import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, revokeKey } from "./data.ts";
 

@@ -2,13 +2,14 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
 import type { ApiKeyRow, RateState, TenantScope } from "../db/database.ts";
+import { type IdempotencyLookup, lookupStatement } from "../db/idempotency-lookup.ts";
 import { forbidden, unauthorized } from "../errors.ts";
-import { type IdempotencyLookup, idempotencyKeyOf, lookupStatement } from "../http/idempotency.ts";
+import { idempotencyKeyOf } from "../http/idempotency.ts";
 import { rateCharge, rateHeaders, tooManyRequests } from "../http/rate-limit.ts";
+import type { Principal } from "../principal.ts";
 import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
 import type { TokenVerifier } from "./bearer-token.ts";
-import type { Principal } from "./principal.ts";
 
 type TokenUserRow = Omit<ApiKeyRow, "key_id" | "scopes">;
 

@@ -1,6 +1,6 @@
 import pg from "pg";
-import type { Principal } from "../auth/principal.ts";
 import { describeError, log } from "../log.ts";
+import type { Principal } from "../principal.ts";
 import { isRetryable } from "./pg-errors.ts";
 
 // Postgres `date` values stay "YYYY-MM-DD" strings: turning them into JS Dates

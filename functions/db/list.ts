@@ -1,5 +1,11 @@
-import type { ListMeta } from "../http/envelope.ts";
 import type { Sql } from "./database.ts";
+
+/** Pagination figures every list response carries. */
+export interface ListMeta {
+  total: number;
+  limit: number;
+  offset: number;
+}
 
 export interface ListQuery {
   /** The select list, e.g. `p.id, p.name`. */

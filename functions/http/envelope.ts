@@ -1,13 +1,7 @@
 import type { Context, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { ListMeta } from "../db/list.ts";
 import type { ApiError } from "../errors.ts";
-
-/** Pagination figures every list response carries. */
-export interface ListMeta {
-  total: number;
-  limit: number;
-  offset: number;
-}
 
 /** `{success: true, data}`; 201 for creates, 200 otherwise. */
 export function ok<T, S extends 200 | 201 = 200>(c: Context, data: T, status?: S) {

@@ -4,6 +4,7 @@ import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
 import type { Sql } from "../db/database.ts";
+import { type IdempotencyLookup, lookupStatement, type StoredAnswer } from "../db/idempotency-lookup.ts";
 import { conflict, invalidField } from "../errors.ts";
 
 const HEADER = "Idempotency-Key";
@@ -13,39 +14,10 @@ const KEPT_HEADERS = ["content-type", "location", "etag"];
 /** Expired keys of the tenant removed by each keyed request, so the table never grows without bound. */
 const PRUNE_BATCH = 20;
 
-/**
- * Takes the key's lock (held until the request's transaction ends) and reads
- * its stored answer, for the caller of the tenant scope (the claims' tenant
- * and user), given the key as a SQL expression: a parameter, or a literal
- * when it rides in the key lookup's round trip. Outside a scope it returns
- * no row and locks nothing.
- */
-export const lookupStatement = (key: string) =>
-  `select pg_try_advisory_xact_lock(hashtextextended('idempotency/' || s.tenant_id || '/' || s.user_id || '/' || ${key}, 0)) as free,
-          (select to_jsonb(k) from (
-             select request_hash, status, headers, body from public.idempotency_keys
-             where user_id = s.user_id and key = ${key} and expires_at > now()) k) as stored
-   from (select private.request_tenant_id() as tenant_id,
-                (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')::uuid as user_id) s
-   where s.user_id is not null`;
-
-/** What lookupStatement found: whether the lock was free, and the answer stored under the key. */
-export interface IdempotencyLookup {
-  free: boolean;
-  stored: Stored | null;
-}
-
 /** The request's Idempotency-Key when it is a POST's and well formed (a malformed one is refused later, with 400). */
 export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
   const key = c.req.header(HEADER);
   return c.req.method === "POST" && key !== undefined && KEY.test(key) ? key : undefined;
-}
-
-interface Stored {
-  request_hash: string;
-  status: number;
-  headers: Record<string, string>;
-  body: string;
 }
 
 /**
@@ -125,7 +97,7 @@ async function record(sql: Sql, userId: string, key: string, requestHash: string
   );
 }
 
-function replay(stored: Stored): Response {
+function replay(stored: StoredAnswer): Response {
   const headers = new Headers(stored.headers);
   headers.set("Idempotent-Replayed", "true");
   return new Response(stored.body, { status: stored.status, headers });

@@ -1,6 +1,6 @@
-import type { Principal } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
 import { badRequest, notFound } from "../errors.ts";
+import type { Principal } from "../principal.ts";
 
 /**
  * Who `camp participants import` acts as. The operator names an instance; its

@@ -1,5 +1,5 @@
 import type { Sql } from "../db/database.ts";
-import type { ListMeta } from "../http/envelope.ts";
+import type { ListMeta } from "../db/list.ts";
 import type { Precondition } from "../http/etag.ts";
 import { orderBy } from "../resources/listing.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "./fields.ts";
@@ -238,7 +238,7 @@ const foldedLength = (term: string) =>
  *
  * `q` of three letters or more goes through private.search_participant_ids,
  * where the trigram index can serve it (under RLS it could not: see the
- * *_participant_search_and_sort migration); with `found`, the conditions name
+ * function in the *_participants migration); with `found`, the conditions name
  * a CTE `found` of those ids instead, which the caller defines once (the
  * search then runs once for a page and its total). A shorter term has no
  * trigram to look up and matches a large share of any tenant: it is a filter

@@ -1,9 +1,9 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
-import type { Principal } from "../auth/principal.ts";
 import type { TenantScope } from "../db/database.ts";
 import { ApiError } from "../errors.ts";
 import { describeError, log } from "../log.ts";
+import type { Principal } from "../principal.ts";
 import { beginUpload, currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
 import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";

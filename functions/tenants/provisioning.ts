@@ -1,7 +1,7 @@
 import { issueKey } from "../api-keys/data.ts";
-import type { Role } from "../auth/principal.ts";
 import type { Database } from "../db/database.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
+import type { Role } from "../principal.ts";
 
 /**
  * Operator actions (the `camp` CLI, first start of the embedded default).

@@ -1,6 +1,6 @@
-import type { Role } from "../auth/principal.ts";
 import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import type { Role } from "../principal.ts";
 
 /** A user as admins see them: never their identity-provider subject. */
 export interface UserRecord {

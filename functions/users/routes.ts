@@ -1,8 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Principal } from "../auth/principal.ts";
 import { forbidden, notFound } from "../errors.ts";
 import { list, locate, ok } from "../http/envelope.ts";
 import { authenticated, dataOf, errors, json, listOf, newRouter } from "../http/openapi.ts";
+import type { Principal } from "../principal.ts";
 import { cleanText, IdParam, isUuid, pagination, SHORT_TEXT } from "../resources/fields.ts";
 import { addUser, changeUser, getUser, listUsers } from "./data.ts";
 

@@ -8,6 +8,51 @@
 -- among live participants; a deleted participant's user_id may be reused.
 -- =============================================================================
 
+-- -----------------------------------------------------------------------------
+-- The search key: `q` ignores case, accents and punctuation
+-- -----------------------------------------------------------------------------
+
+-- `jose` finds José, `muller` finds Müller, `oconnor` finds O'Connor. A
+-- participant's searchable text is kept in a generated column (search_key,
+-- below) with a trigram index on it, which serves `like '%term%'`. Supabase
+-- keeps extensions in the `extensions` schema; a plain Postgres gets the same
+-- layout.
+create schema if not exists extensions;
+create extension if not exists pg_trgm with schema extensions;
+create extension if not exists unaccent with schema extensions;
+
+-- unaccent() is only STABLE (its dictionary could be changed); this wrapper
+-- names the dictionary explicitly and is declared IMMUTABLE so that a
+-- generated column and an index may use it. The dictionary is looked up where
+-- the extension actually lives.
+do $$
+declare
+  v_schema text;
+begin
+  select n.nspname into v_schema
+  from pg_extension e join pg_namespace n on n.oid = e.extnamespace
+  where e.extname = 'unaccent';
+  execute format($f$
+    create function private.search_key(p_text text) returns text
+      language sql immutable parallel safe strict
+      set search_path = ''
+    as $body$
+      select regexp_replace(lower(%1$I.unaccent(%2$L::regdictionary, p_text)), '[^[:alnum:]' || chr(31) || ']+', '', 'g')
+    $body$
+  $f$, v_schema, v_schema || '.unaccent');
+  -- The API role computes the generated column below when it writes a participant.
+  execute format('grant usage on schema %I to camp_api', v_schema);
+end
+$$;
+
+comment on function private.search_key(text) is
+  'Text as search compares it: lower case, without accents, without anything but letters, digits and the field separator chr(31).';
+grant execute on function private.search_key(text) to camp_api;
+
+-- -----------------------------------------------------------------------------
+-- The table
+-- -----------------------------------------------------------------------------
+
 create table public.participants (
   id               uuid primary key default gen_random_uuid(),
   tenant_id        uuid not null default private.request_tenant_id(),
@@ -49,6 +94,13 @@ create table public.participants (
   -- SHA-256 of the stored bytes: the object's name and the ETag it is served with.
   photo_sha256       text
     constraint participants_photo_sha256_check check (photo_sha256 ~ '^[0-9a-f]{64}$'),
+  -- What `q` searches: the names and user_id folded by private.search_key and
+  -- joined by chr(31), so that no term matches across two fields.
+  search_key         text generated always as (
+    private.search_key(first_name || chr(31) || surname || chr(31) || full_name || chr(31) || user_id)
+  ) stored,
+  -- Set by POST /participants/{id}/erase (private.erase_participant, *_audit.sql).
+  erased_at          timestamptz,
   constraint participants_departure_date_check check (departure_date >= arrival_date),
   -- A subgroup or room is only ever held together with its parent.
   constraint participants_sub_group_id_check check (sub_group_id is null or super_group_id is not null),
@@ -77,6 +129,11 @@ create table public.participants (
   )
 );
 
+comment on column public.participants.search_key is
+  'What `q` searches: the names and user_id as private.search_key folds them, joined by chr(31). Generated; never written.';
+comment on column public.participants.erased_at is
+  'When the participant''s personal data was erased (POST /participants/{id}/erase): the row keeps its id and instance, nothing else of the person.';
+
 create unique index participants_user_id_key on public.participants (instance_id, user_id) where deleted_at is null;
 -- List shapes: the whole tenant, or one instance, in (created_at, id) order.
 create index participants_list on public.participants (tenant_id, created_at, id) where deleted_at is null;
@@ -92,6 +149,33 @@ create index participants_by_room on public.participants (room_id, created_at, i
 -- POST/GET /photos/user/{userId} accept a participant's user_id, which is
 -- unique only per instance: this finds it across the caller's tenant.
 create index participants_by_user_id on public.participants (tenant_id, user_id) where deleted_at is null;
+-- status=... across the tenant and within an instance, in list order; the
+-- counts are index-only scans of these.
+create index participants_by_status on public.participants (tenant_id, status, created_at, id) where deleted_at is null;
+create index participants_by_instance_status on public.participants (instance_id, status, created_at, id)
+  where deleted_at is null;
+-- A page of one instance sorted by a name, or of a whole tenant, read in
+-- index order: `id` follows the sort key in the same direction, as the list
+-- query writes it (functions/resources/listing.ts).
+create index participants_by_instance_surname on public.participants (instance_id, surname, id) where deleted_at is null;
+create index participants_by_instance_first_name on public.participants (instance_id, first_name, id) where deleted_at is null;
+create index participants_by_tenant_surname on public.participants (tenant_id, surname, id) where deleted_at is null;
+-- Sync: what changed since a time, deleted rows included.
+create index participants_by_updated_at on public.participants (tenant_id, updated_at, id);
+-- `q`: the trigram index on the search key, in the schema pg_trgm lives in.
+do $$
+declare
+  v_schema text;
+begin
+  select n.nspname into v_schema
+  from pg_extension e join pg_namespace n on n.oid = e.extnamespace
+  where e.extname = 'pg_trgm';
+  execute format(
+    'create index participants_search_key on public.participants using gin (search_key %I.gin_trgm_ops) where deleted_at is null',
+    v_schema
+  );
+end
+$$;
 
 create trigger participants_touch_updated_at before update on public.participants
   for each row execute function private.touch_updated_at();
@@ -258,3 +342,21 @@ grant select, insert, update on public.participants to camp_api;
 create statistics public.participants_tenant_dependencies (dependencies)
   on tenant_id, instance_id, super_group_id, sub_group_id, block_id, room_id
   from public.participants;
+
+-- The search runs as its owner so that the trigram index can serve it: under
+-- RLS the planner may not move the non-leakproof LIKE below the policy, and
+-- would check every row of the tenant. It filters on the tenant itself.
+-- A term that folds to nothing (only punctuation) finds nobody.
+create function private.search_participant_ids(p_term text) returns setof uuid
+  language sql stable security definer
+  set search_path = ''
+as $$
+  select p.id
+  from public.participants p
+  where p.tenant_id = (select private.request_tenant_id())
+    and p.deleted_at is null
+    and private.search_key($1) <> ''
+    and p.search_key like '%' || private.search_key($1) || '%'
+$$;
+revoke all on function private.search_participant_ids(text) from public;
+grant execute on function private.search_participant_ids(text) to camp_api;

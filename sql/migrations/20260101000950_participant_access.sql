@@ -1,20 +1,9 @@
 -- =============================================================================
 -- Participants: what the API's statements need beyond the table
 --
--- The extension behind `q` (its search key and index are in
--- *_participant_search_and_sort.sql, after the columns they fold), and the
--- lookups that fill a participant's supergroup from its subgroup and its
+-- The lookups that fill a participant's supergroup from its subgroup and its
 -- block and room number from its room.
 -- =============================================================================
-
--- -----------------------------------------------------------------------------
--- Search (`q`)
--- -----------------------------------------------------------------------------
-
--- Trigram indexes serve `like '%term%'`. Supabase keeps extensions in the
--- `extensions` schema; a plain Postgres gets the same layout.
-create schema if not exists extensions;
-create extension if not exists pg_trgm with schema extensions;
 
 -- -----------------------------------------------------------------------------
 -- Filling references

@@ -1,15 +1,7 @@
 -- The audit trail: a record of every change, written by the database itself,
 -- so the API, bulk work, the CLI and direct SQL are all covered; and erasure.
 -- (Users' active flag, keys' name and scopes and the Bearer identity are in
--- *_tenancy.sql.)
-
--- -----------------------------------------------------------------------------
--- participants: erasure
--- -----------------------------------------------------------------------------
-
-alter table public.participants add column erased_at timestamptz;
-comment on column public.participants.erased_at is
-  'When the participant''s personal data was erased (POST /participants/{id}/erase): the row keeps its id and instance, nothing else of the person.';
+-- *_tenancy.sql; participants.erased_at in *_participants.sql.)
 
 -- -----------------------------------------------------------------------------
 -- audit_events: append-only, written by triggers in the same transaction

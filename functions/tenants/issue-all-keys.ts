@@ -1,7 +1,7 @@
 import type { Database } from "../db/database.ts";
 import { isPgError } from "../db/pg-errors.ts";
 import { notFound } from "../errors.ts";
-import { issueKeyFor, type UserRef } from "../tenants/provisioning.ts";
+import { issueKeyFor, type UserRef } from "./provisioning.ts";
 
 /**
  * Keys for every user of a tenant (`camp keys issue-all`). Each key is issued

@@ -1,0 +1,35 @@
+/**
+ * What the key lookup's round trip fetches for a POST with an Idempotency-Key
+ * (auth/middleware.ts), for the idempotency middleware (http/idempotency.ts) to
+ * decide on: the key's lock and the answer stored under it.
+ */
+
+/**
+ * Takes the key's lock (held until the request's transaction ends) and reads
+ * its stored answer, for the caller of the tenant scope (the claims' tenant
+ * and user), given the key as a SQL expression: a parameter, or a literal
+ * when it rides in the key lookup's round trip. Outside a scope it returns
+ * no row and locks nothing.
+ */
+export const lookupStatement = (key: string) =>
+  `select pg_try_advisory_xact_lock(hashtextextended('idempotency/' || s.tenant_id || '/' || s.user_id || '/' || ${key}, 0)) as free,
+          (select to_jsonb(k) from (
+             select request_hash, status, headers, body from public.idempotency_keys
+             where user_id = s.user_id and key = ${key} and expires_at > now()) k) as stored
+   from (select private.request_tenant_id() as tenant_id,
+                (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')::uuid as user_id) s
+   where s.user_id is not null`;
+
+/** What lookupStatement found: whether the lock was free, and the answer stored under the key. */
+export interface IdempotencyLookup {
+  free: boolean;
+  stored: StoredAnswer | null;
+}
+
+/** An answer stored under a key: replayed to a retry of the same request. */
+export interface StoredAnswer {
+  request_hash: string;
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
