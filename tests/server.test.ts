@@ -1,10 +1,11 @@
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
-import { run, TSX } from "./support/processes.ts";
+import { ROOT, run, TSX } from "./support/processes.ts";
 import { freePort, type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 /**
@@ -52,6 +53,35 @@ describe("npm start on a machine without a database", () => {
       expect((await get(server.port, "/api/v1/api-keys/my-key", key)).status).toBe(200);
     } finally {
       expect(await server.stop()).toBe(0);
+    }
+  });
+});
+
+// Root clones into `mktemp -d` (mode 0700): Postgres, which runs as 'postgres',
+// can reach neither the binaries npm installed there nor a DATA_DIR inside.
+describe.runIf(process.getuid?.() === 0)("npm start as root in a checkout inside a directory closed to others", () => {
+  const closed = mkdtempSync(join(tmpdir(), "camp-closed-"));
+  const checkout = join(closed, "camp");
+  afterAll(() => rmSync(closed, { recursive: true, force: true }));
+
+  it("keeps what the postgres user needs under /var/lib/camp, and serves", async () => {
+    expect(statSync(closed).mode & 0o777).toBe(0o700);
+    // A checkout of its own (hard links: fast, and node_modules is really inside it).
+    mkdirSync(checkout);
+    for (const entry of readdirSync(ROOT).filter((name) => ![".git", ".data"].includes(name))) {
+      execFileSync("cp", ["-al", join(ROOT, entry), checkout]);
+    }
+    const server = await startServerProcess({ DATABASE_URL: "", DATA_DIR: join(checkout, ".data") }, { checkout });
+    const cluster = /its cluster is kept in (\/var\/lib\/camp\/clusters\/[0-9a-f]+)/.exec(server.stderr())?.[1];
+    try {
+      expect(cluster).toBeDefined();
+      const key = /(camp_[A-Za-z0-9_-]{43})/.exec(server.stderr())?.[1] ?? "";
+      expect((await get(server.port, "/api/v1/api-keys/my-key", key)).status).toBe(200);
+      const postgres = execFileSync("ps", ["-o", "user=,args=", "-C", "postgres"], { encoding: "utf8" });
+      expect(postgres).toMatch(new RegExp(`postgres +/var/lib/camp/embedded-postgres/[^ ]+/bin/postgres -D ${cluster}/postgres`));
+    } finally {
+      expect(await server.stop()).toBe(0);
+      if (cluster) rmSync(cluster, { recursive: true, force: true });
     }
   });
 });

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
-import { ROOT, TSX } from "./processes.ts";
+import { join } from "node:path";
+import { ROOT } from "./processes.ts";
 
 export async function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -27,15 +28,17 @@ export interface ServerProcess {
 
 /**
  * `npm start` as a child process (node/server.ts through tsx) on a free port,
- * with `env` over this process's environment; resolves once it listens.
+ * with `env` over this process's environment, in this checkout or another
+ * (`checkout`); resolves once it listens.
  */
 export async function startServerProcess(
   env: Record<string, string | undefined>,
-  options: { timeoutMs?: number; waitFor?: RegExp } = {},
+  options: { timeoutMs?: number; waitFor?: RegExp; checkout?: string } = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
-  const child = spawn(TSX, ["node/server.ts"], {
-    cwd: ROOT,
+  const checkout = options.checkout ?? ROOT;
+  const child = spawn(join(checkout, "node_modules", ".bin", "tsx"), ["node/server.ts"], {
+    cwd: checkout,
     // Rate limits off unless the test sets them: load tests send far more than a client would.
     env: { ...process.env, RATE_LIMIT_PER_MINUTE: "0", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
