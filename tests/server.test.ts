@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { ROOT, run, TSX } from "./support/processes.ts";
@@ -57,14 +57,33 @@ describe("npm start on a machine without a database", () => {
   });
 });
 
+/**
+ * A new mode-0700 directory on the checkout's filesystem (the copy below is
+ * made of hard links): in the temporary directory, or else beside the checkout.
+ */
+function closedDirectoryBesideCheckout(): string {
+  for (const base of [tmpdir(), dirname(ROOT)]) {
+    const dir = mkdtempSync(join(base, "camp-closed-"));
+    try {
+      linkSync(join(ROOT, "package.json"), join(dir, "same-filesystem"));
+      rmSync(join(dir, "same-filesystem"));
+      return dir;
+    } catch {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  throw new Error("no directory on the checkout's filesystem to copy it into");
+}
+
 // Root clones into `mktemp -d` (mode 0700): Postgres, which runs as 'postgres',
 // can reach neither the binaries npm installed there nor a DATA_DIR inside.
 describe.runIf(process.getuid?.() === 0)("npm start as root in a checkout inside a directory closed to others", () => {
-  const closed = mkdtempSync(join(tmpdir(), "camp-closed-"));
-  const checkout = join(closed, "camp");
-  afterAll(() => rmSync(closed, { recursive: true, force: true }));
+  let closed = "";
+  afterAll(() => closed && rmSync(closed, { recursive: true, force: true }));
 
   it("keeps what the postgres user needs under /var/lib/camp, and serves", async () => {
+    closed = closedDirectoryBesideCheckout();
+    const checkout = join(closed, "camp");
     expect(statSync(closed).mode & 0o777).toBe(0o700);
     // A checkout of its own (hard links: fast, and node_modules is really inside it).
     mkdirSync(checkout);
