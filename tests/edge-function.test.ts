@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { useTestDatabase } from "./support/database.ts";
 import { DENO, DENO_CONFIG, DENO_DIR, ENTRY, type RunningFunction, startFunction } from "./support/deno.ts";
@@ -74,6 +75,13 @@ afterAll(async () => {
 
 describe("the Edge Function entry", () => {
   it("type-checks under Deno with its deno.json", async () => {
+    // A whole check every time: Deno's incremental one, after an edit to the
+    // shared code, has reported TS2589 (excessively deep instantiation) where a
+    // whole check of the same files passes.
+    const cached = existsSync(DENO_DIR) ? readdirSync(DENO_DIR) : [];
+    for (const entry of cached.filter((name) => name.startsWith("check_cache"))) {
+      rmSync(join(DENO_DIR, entry), { force: true });
+    }
     const result = await run(
       DENO,
       ["check", "--config", DENO_CONFIG, "--node-modules-dir=none", ENTRY],

@@ -1,5 +1,6 @@
 import type { Context, TypedResponse } from "hono";
 import type { ContentfulStatusCode } from "hono/utils/http-status";
+import type { AppEnv } from "../app-env.ts";
 import type { ListMeta } from "../db/list.ts";
 import type { ApiError } from "../errors.ts";
 
@@ -14,8 +15,8 @@ export function ok<T, S extends 200 | 201 = 200>(c: Context, data: T, status?: S
  * which resolves right under any prefix the platform serves the app below
  * (the Edge Function's /functions/v1/api).
  */
-export function locate(c: Context, target: string): void {
-  const base = (c.var as { config?: { PUBLIC_URL?: string } }).config?.PUBLIC_URL?.replace(/\/+$/, "");
+export function locate(c: Context<AppEnv>, target: string): void {
+  const base = c.get("config").PUBLIC_URL?.replace(/\/+$/, "");
   c.header("Location", base ? `${base}${target}` : relativeReference(c.req.path, target));
 }
 
@@ -77,3 +78,4 @@ export function failure(c: Context, error: ApiError) {
   for (const [name, value] of Object.entries(error.headers ?? {})) c.header(name, value);
   return c.json(errorBody(error, c.get("requestId")), error.status as ContentfulStatusCode);
 }
+// y
