@@ -1,8 +1,8 @@
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
-import { call, newTenant, TEST_JWT_SECRET, type TestTenant, testApp } from "./support/fixtures.ts";
+import { call, TEST_JWT_SECRET, type TestTenant, testApp } from "./support/fixtures.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 /** Rate limits per API key (per user for Bearer callers), counted in the database across processes. */
@@ -12,8 +12,7 @@ let tenant: TestTenant;
 let camp: CampStructure;
 
 beforeAll(async () => {
-  tenant = await newTenant(t().db);
-  camp = await addCampStructure(t(), tenant.tenantId);
+  ({ tenant, camp } = await tenantWithCamp(t()));
 });
 
 const limited = (perMinute: number) => testApp(t().db, { RATE_LIMIT_PER_MINUTE: String(perMinute) });

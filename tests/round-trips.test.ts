@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addCampStructure, type CampStructure } from "./support/camp-structure.ts";
+import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { countingDatabase, useTestDatabase } from "./support/database.ts";
-import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { call, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 
 /**
  * Database round trips per request (each pg query call is one: pg waits for
@@ -15,8 +15,7 @@ const t = useTestDatabase();
 let tenant: TestTenant;
 let camp: CampStructure;
 beforeAll(async () => {
-  tenant = await newTenant(t().db);
-  camp = await addCampStructure(t(), tenant.tenantId);
+  ({ tenant, camp } = await tenantWithCamp(t()));
 });
 
 function countingApp(prepare: boolean) {
