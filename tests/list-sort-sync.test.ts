@@ -163,6 +163,18 @@ describe("updated_since and include_deleted", () => {
     expect(all.find((i: { id: string }) => i.id === created.body.data.id)?.deleted_at).toEqual(expect.any(String));
   });
 
+  it("answers include_deleted=true with no other filter, for GET and HEAD (was a SQL syntax error, 500)", async () => {
+    const gone = await call(app, "POST", "/api/v1/participants", {
+      key: tenant.admin.key,
+      body: { user_id: "alone-deleted", instance_id: camp.instanceId, first_name: "Al", surname: "One" },
+    });
+    await call(app, "DELETE", `/api/v1/participants/${gone.body.data.id}`, { key: tenant.admin.key });
+    const res = await call(app, "GET", "/api/v1/participants?include_deleted=true&limit=1000", { key: tenant.admin.key });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data.find((p: Row) => p.id === gone.body.data.id)?.deleted_at).toEqual(expect.any(String));
+    expect((await call(app, "HEAD", "/api/v1/participants?include_deleted=true", { key: tenant.admin.key })).status).toBe(200);
+  });
+
   it("refuses a timestamp that is not RFC 3339, and a bad include_deleted, naming them", async () => {
     for (const [query, field] of [
       ["updated_since=yesterday", "updated_since"],

@@ -74,7 +74,7 @@ export async function issueKey(sql: Sql, userId: string, options: KeyOptions = {
 
 /** Every key record of the tenant, newest first, optionally of one user or only live ones. */
 export async function listKeys(sql: Sql, filters: { user_id?: string; live?: boolean; limit: number; offset: number }) {
-  const where = ["true"];
+  const where: string[] = [];
   const params: unknown[] = [];
   if (filters.user_id !== undefined) {
     params.push(filters.user_id);

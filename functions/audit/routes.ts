@@ -47,7 +47,7 @@ const Query = z.object({
 type Filters = z.infer<typeof Query>;
 
 async function listEvents(sql: Sql, filters: Filters) {
-  const where = ["true"];
+  const where: string[] = [];
   const params: unknown[] = [];
   const equal = (column: string, value: unknown) => {
     if (value === undefined) return;

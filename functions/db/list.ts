@@ -22,13 +22,20 @@ export interface ListQuery {
 }
 
 /**
+ * Conditions as one SQL boolean: joined with `and`, or `true` when there is
+ * none, so that `where ${allOf(…)}` is valid SQL whatever the filters (a list
+ * with every filter optional, `include_deleted=true` included, may have none).
+ */
+export const allOf = (conditions: readonly string[]): string => (conditions.length > 0 ? conditions.join(" and ") : "true");
+
+/**
  * One page of a list and the total, in one statement: the count, then the
  * page in a lateral subquery beside it, so an empty page (an offset past the
  * end) still brings the total. The order is deterministic ((created_at, id)
  * by default), so pages never repeat or skip rows.
  */
 export async function listPage<R extends object>(sql: Sql, q: ListQuery): Promise<{ rows: R[]; meta: ListMeta }> {
-  const where = q.where.length > 0 ? `where ${q.where.join(" and ")}` : "";
+  const where = `where ${allOf(q.where)}`;
   const n = q.params.length;
   const found = await sql.query<R & Counted>(
     `select c._total, p.* from (select count(*) as _total from ${q.from} ${where}) c

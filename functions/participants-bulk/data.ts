@@ -1,4 +1,5 @@
 import type { Sql } from "../db/database.ts";
+import { allOf } from "../db/list.ts";
 import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON_JOINED } from "../participants/data.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "../participants/fields.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";
@@ -162,7 +163,7 @@ function pageConditions(filters: ExportFilters, after?: PageCursor, through?: Pa
   };
   if (after) where.push(`(p.created_at, p.id) > ${key(after)}`);
   if (through) where.push(`(p.created_at, p.id) <= ${key(through)}`);
-  return { conditions: where.join(" and "), params: params as string[] };
+  return { conditions: allOf(where), params: params as string[] };
 }
 
 /**

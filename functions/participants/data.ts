@@ -1,5 +1,5 @@
 import type { Sql } from "../db/database.ts";
-import type { ListMeta } from "../db/list.ts";
+import { allOf, type ListMeta } from "../db/list.ts";
 import type { Precondition } from "../http/etag.ts";
 import { orderBy } from "../resources/listing.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "./fields.ts";
@@ -300,7 +300,7 @@ export function listConditions(
  */
 export async function listParticipants(sql: Sql, filters: ListFilters): Promise<{ json: string; meta: ListMeta }> {
   const { where, params, instance, search } = listConditions(filters, { found: true });
-  const conditions = where.join(" and ");
+  const conditions = allOf(where);
   const found = search ? `with found as materialized (select id from private.search_participant_ids(${search}) as s(id)) ` : "";
   const n = params.length;
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };

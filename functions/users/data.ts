@@ -26,7 +26,7 @@ export interface UserFilters {
 }
 
 export async function listUsers(sql: Sql, filters: UserFilters) {
-  const where = ["true"];
+  const where: string[] = [];
   const params: unknown[] = [];
   if (filters.role !== undefined) {
     params.push(filters.role);
