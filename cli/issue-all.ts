@@ -96,7 +96,7 @@ export async function issueAll(db: Database, options: IssueAllOptions): Promise<
     release();
     const where = options.out ? ` (written to ${options.out})` : "";
     say(
-      `issued ${counts.issued} key(s)${where}; skipped ${counts.skipped} user(s) who got a key meanwhile` +
+      `issued ${counts.issued} key(s)${where}; skipped ${counts.skipped} user(s) who got a key or were deactivated meanwhile` +
         (counts.left > 0 ? `; stopped before ${counts.left} user(s), run again to continue` : ""),
     );
   }

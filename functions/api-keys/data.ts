@@ -72,6 +72,31 @@ export async function issueKey(sql: Sql, userId: string, options: KeyOptions = {
   return { key, ...(record as KeyRecord) };
 }
 
+/**
+ * Revokes a live key and issues its user a new one with the same name, scopes
+ * and expiry, in the caller's transaction: a rotated key keeps its limits (a
+ * contractor's time-boxed read-only key stays one). Undefined when the key
+ * was no longer live (a concurrent rotation or revocation got there first).
+ */
+export async function replaceKey(sql: Sql, keyId: string) {
+  const [old] = await sql.query<{ user_id: string }>(
+    "update public.api_keys set revoked_at = now() where id = $1 and revoked_at is null returning user_id",
+    [keyId],
+  );
+  if (!old) return undefined;
+  const key = newApiKey();
+  const record = await sql.one<KeyRecord>(
+    `with k as (
+       insert into public.api_keys (user_id, key_hash, key_prefix, expires_at, name, scopes)
+       select user_id, $2, $3, expires_at, name, scopes from public.api_keys where id = $1
+       returning id, user_id, name, scopes, key_prefix, created_at, last_used_at, expires_at, revoked_at
+     )
+     select ${RECORD} from k join public.users u on u.id = k.user_id`,
+    [keyId, await hashApiKey(key), displayPrefix(key)],
+  );
+  return { key, ...(record as KeyRecord) };
+}
+
 /** Every key record of the tenant, newest first, optionally of one user or only live ones. */
 export async function listKeys(sql: Sql, filters: { user_id?: string; live?: boolean; limit: number; offset: number }) {
   const where: string[] = [];

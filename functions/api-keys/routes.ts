@@ -5,7 +5,7 @@ import { list, locate, message, ok } from "../http/envelope.ts";
 import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import type { Principal } from "../principal.ts";
 import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
-import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, revokeKey } from "./data.ts";
+import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, replaceKey, revokeKey } from "./data.ts";
 
 const Scopes = z
   .union([z.tuple([z.literal("read")]), z.tuple([z.literal("read"), z.literal("write")])])
@@ -183,12 +183,10 @@ export const apiKeyRoutes = newRouter()
   .openapi(regenerate, async (c) => {
     const principal = c.get("principal");
     const issued = await c.get("tenant").run(async (sql) => {
-      const keyId = await currentKeyId(sql, principal);
-      const current = await keyById(sql, keyId);
+      const replaced = await replaceKey(sql, await currentKeyId(sql, principal));
       // A concurrent regenerate or revoke got there first: this key is no longer valid.
-      if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
-      // The new key does what the old one did.
-      return issueKey(sql, principal.userId, { name: current?.name, scopes: current?.scopes });
+      if (!replaced) throw unauthorized("API key has been revoked");
+      return replaced;
     });
     return ok(c, issued);
   })

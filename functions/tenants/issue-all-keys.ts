@@ -10,14 +10,14 @@ import { issueKeyFor, type UserRef } from "./provisioning.ts";
  * exactly the users still without one.
  */
 
-/** Users of the tenant with no live key (none, or only revoked or expired ones), oldest first. */
+/** Active users of the tenant with no live key (none, or only revoked or expired ones), oldest first. */
 export async function usersWithoutKey(db: Database, tenantId: string): Promise<UserRef[]> {
   return db.asOwner(async (sql) => {
     const tenant = await sql.one("select id from public.tenants where id = $1", [tenantId]);
     if (!tenant) throw notFound("tenant");
     return sql.query<UserRef>(
       `select u.tenant_id, u.id as user_id, u.email, u.role from public.users u
-       where u.tenant_id = $1
+       where u.tenant_id = $1 and u.active
          and not exists (
            select from public.api_keys k
            where k.user_id = u.id and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
@@ -30,14 +30,16 @@ export async function usersWithoutKey(db: Database, tenantId: string): Promise<U
 
 /**
  * Issues the user's key, or returns undefined when the user got a live key
- * since the list was read (another run, or the API): the one-active-key index
- * refuses the second, and that user is simply skipped.
+ * since the list was read (another run, or the API: the one-active-key index
+ * refuses the second) or was deactivated meanwhile (the database refuses
+ * their key): that user is simply skipped.
  */
 export async function issueMissingKey(db: Database, user: UserRef): Promise<string | undefined> {
   try {
     return (await issueKeyFor(db, user)).key;
   } catch (error) {
     if (isPgError(error) && error.code === "23505" && error.constraint === "api_keys_one_active_per_user") return undefined;
+    if (isPgError(error) && error.code === "CA409" && error.column === "email") return undefined;
     throw error;
   }
 }

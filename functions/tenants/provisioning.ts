@@ -1,4 +1,4 @@
-import { issueKey } from "../api-keys/data.ts";
+import { activeKeyOf, issueKey, replaceKey } from "../api-keys/data.ts";
 import type { Database } from "../db/database.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import type { Role } from "../principal.ts";
@@ -65,12 +65,14 @@ export async function resolveUser(db: Database, email: string, tenantId?: string
   return users[0] as UserRef;
 }
 
-/** Issues a key for the user; with `replace`, the live key the user may have is revoked in the same transaction. */
+/**
+ * Issues a key for the user. With `replace`, a live key the user has (a lost
+ * one) is replaced in the same transaction by one with its name, scopes and
+ * expiry, as `regenerate` does. The database refuses a deactivated user (409).
+ */
 export async function issueKeyFor(db: Database, user: UserRef, options: { replace?: boolean } = {}) {
   return db.asTenant({ tenantId: user.tenant_id, userId: user.user_id, role: user.role }, async (sql) => {
-    if (options.replace) {
-      await sql.query("update public.api_keys set revoked_at = now() where user_id = $1 and revoked_at is null", [user.user_id]);
-    }
-    return issueKey(sql, user.user_id);
+    const live = options.replace ? await activeKeyOf(sql, user.user_id) : undefined;
+    return (live && (await replaceKey(sql, live.id))) || issueKey(sql, user.user_id);
   });
 }
