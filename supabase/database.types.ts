@@ -255,6 +255,165 @@ export type Database = {
           },
         ];
       };
+      participant_care: {
+        Row: {
+          allergies: NonNullable<Json>;
+          care_notes: string | null;
+          created_at: string;
+          dietary_requirements: string | null;
+          id: string;
+          medical_conditions: string | null;
+          medications: NonNullable<Json>;
+          severe_allergy: boolean;
+          tenant_id: string;
+          updated_at: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          allergies?: NonNullable<Json>;
+          care_notes?: string | null;
+          created_at?: string;
+          dietary_requirements?: string | null;
+          id: string;
+          medical_conditions?: string | null;
+          medications?: NonNullable<Json>;
+          severe_allergy?: never;
+          tenant_id?: string;
+          updated_at?: string;
+        };
+        Update: {
+          allergies?: NonNullable<Json>;
+          care_notes?: string | null;
+          created_at?: string;
+          dietary_requirements?: string | null;
+          id?: string;
+          medical_conditions?: string | null;
+          medications?: NonNullable<Json>;
+          severe_allergy?: never;
+          tenant_id?: string;
+          updated_at?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "participant_care_id_fkey";
+            columns: ["tenant_id", "id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      participant_consents: {
+        Row: {
+          id: string;
+          kind: string;
+          note: string | null;
+          participant_id: string;
+          recorded_at: string;
+          recorded_by: string | null;
+          recorded_by_email: string | null;
+          seq: number;
+          status: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          id?: string;
+          kind: string;
+          note?: string | null;
+          participant_id: string;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          recorded_by_email?: string | null;
+          seq?: never;
+          status: string;
+          tenant_id?: string;
+        };
+        Update: {
+          id?: string;
+          kind?: string;
+          note?: string | null;
+          participant_id?: string;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          recorded_by_email?: string | null;
+          seq?: never;
+          status?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "participant_consents_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      participant_contacts: {
+        Row: {
+          authorised_pickup: boolean;
+          created_at: string;
+          deleted_at: string | null;
+          email: string | null;
+          emergency: boolean;
+          emergency_order: number | null;
+          id: string;
+          name: string;
+          notes: string | null;
+          participant_id: string;
+          phone: string | null;
+          phone_alt: string | null;
+          relationship: string | null;
+          tenant_id: string;
+          updated_at: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          authorised_pickup?: boolean;
+          created_at?: string;
+          deleted_at?: string | null;
+          email?: string | null;
+          emergency?: boolean;
+          emergency_order?: number | null;
+          id?: string;
+          name: string;
+          notes?: string | null;
+          participant_id: string;
+          phone?: string | null;
+          phone_alt?: string | null;
+          relationship?: string | null;
+          tenant_id?: string;
+          updated_at?: string;
+        };
+        Update: {
+          authorised_pickup?: boolean;
+          created_at?: string;
+          deleted_at?: string | null;
+          email?: string | null;
+          emergency?: boolean;
+          emergency_order?: number | null;
+          id?: string;
+          name?: string;
+          notes?: string | null;
+          participant_id?: string;
+          phone?: string | null;
+          phone_alt?: string | null;
+          relationship?: string | null;
+          tenant_id?: string;
+          updated_at?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "participant_contacts_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
       participants: {
         Row: {
           arrival_date: string | null;
@@ -631,6 +790,7 @@ export type Database = {
         Row: {
           active: boolean;
           auth_subject: string | null;
+          care_access: string;
           created_at: string;
           email: string;
           id: string;
@@ -642,6 +802,7 @@ export type Database = {
         Insert: {
           active?: boolean;
           auth_subject?: string | null;
+          care_access: string;
           created_at?: string;
           email: string;
           id?: string;
@@ -652,6 +813,7 @@ export type Database = {
         Update: {
           active?: boolean;
           auth_subject?: string | null;
+          care_access?: string;
           created_at?: string;
           email?: string;
           id?: string;

@@ -309,9 +309,10 @@ describe("the reporting schema", () => {
               obj_description(c.oid, 'pg_class') is not null as documented
        from pg_class c where c.relnamespace = 'reporting'::regnamespace order by 1`,
     );
-    // audit_events is checked with the audit trail (tests/audit.test.ts).
+    // audit_events is checked with the audit trail (tests/audit.test.ts), the care views with care data (tests/care-reporting.test.ts).
+    const careViews = ["participant_care", "participant_consents", "participant_contacts"];
     expect(views.rows).toEqual(
-      [...VIEW_NAMES, "audit_events"].sort().map((relname) => ({ relname, relkind: "v", invoker: true, documented: true })),
+      [...VIEW_NAMES, "audit_events", ...careViews].sort().map((relname) => ({ relname, relkind: "v", invoker: true, documented: true })),
     );
   });
 });
