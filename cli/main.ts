@@ -162,6 +162,7 @@ export function buildProgram(): Command {
       "connections all reporting roles of the cluster may hold together (default: a quarter of max_connections)",
       wholeNumber,
     )
+    .option("--care", "also let the role read care data: contacts, care records, consents and their audit events")
     .action(
       (options: {
         tenant: string;
@@ -169,12 +170,14 @@ export function buildProgram(): Command {
         connectionLimit?: number;
         statementTimeout?: number;
         connectionBudget?: number;
+        care?: boolean;
       }) =>
         withDatabase(async (db, url, embedded) => {
           const grant = await grantReportingRole(db, options.tenant, options.role, {
             connectionLimit: options.connectionLimit,
             statementTimeoutMs: options.statementTimeout === undefined ? undefined : options.statementTimeout * 1000,
             connectionBudget: options.connectionBudget,
+            care: options.care === true,
           });
           print({ ...grant, ...connectionDetails(url, grant) });
           for (const warning of grant.warnings) say(`warning: ${warning}`);

@@ -5,6 +5,7 @@ import { auditRoutes } from "./audit/routes.ts";
 import { bearerVerifier, type TokenVerifier } from "./auth/bearer-token.ts";
 import { authenticate } from "./auth/middleware.ts";
 import { blockRoutes } from "./blocks/routes.ts";
+import { careRoutes } from "./care/routes.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { mountDocs } from "./docs/routes.ts";
@@ -111,6 +112,7 @@ export function createApp(deps: AppDeps) {
   // Before participantRoutes: its /{id} would otherwise answer /bulk, /export.csv and /import.
   app.route("/api/v1/participants", participantBulkRoutes);
   app.route("/api/v1/participants", eraseRoutes(photoStore));
+  app.route("/api/v1/participants", careRoutes(photoStore));
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(photoStore));
 

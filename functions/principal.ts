@@ -11,8 +11,12 @@ export interface Principal {
   via: "api_key" | "bearer";
   /** The key used, when via is api_key. */
   keyId?: string;
-  /** What the key may do; a Bearer token may do everything its user's role allows. */
-  scopes: Array<"read" | "write">;
+  /**
+   * What the key may do; a Bearer token may do everything its user's role
+   * allows. `care` is checked by the database itself (private.care_access),
+   * never from this field.
+   */
+  scopes: Array<"read" | "write" | "care">;
   /** The request's id, which the audit trail records with every change. */
   requestId?: string;
 }

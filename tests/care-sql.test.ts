@@ -218,7 +218,9 @@ describe("care data as the API role", () => {
   it("shows events of care resources only to a caller with care access", async () => {
     const seen = (claims: Claims) =>
       as("camp_api", claims, async (client) =>
-        (await client.query("select distinct resource_type from public.audit_events order by 1")).rows.map((r) => r.resource_type),
+        (await client.query("select distinct resource_type from public.audit_events order by 1")).rows.map(
+          (r) => r.resource_type,
+        ),
       );
     expect(await seen(bearer(a, a.admin))).toEqual(
       expect.arrayContaining(["care_record", "consent", "contact", "participant", "user"]),
@@ -235,7 +237,11 @@ describe("behind the door: camp_care's own policies", () => {
   it("show a principal without care access zero rows and refuse its writes", async () => {
     for (const claims of [bearer(a, a.staffNone), withKey(a, a.staffRead, a.keys.noCare), {}]) {
       for (const table of CARE_TABLES) {
-        const n = await as("camp_care", claims, async (client) => (await client.query(`select count(*)::int as n from public.${table}`)).rows[0].n);
+        const n = await as(
+          "camp_care",
+          claims,
+          async (client) => (await client.query(`select count(*)::int as n from public.${table}`)).rows[0].n,
+        );
         expect(`${table}: ${n}`).toBe(`${table}: 0`);
       }
       expect(
@@ -243,7 +249,11 @@ describe("behind the door: camp_care's own policies", () => {
           a.participant,
         ]),
       ).toBe("42501");
-      const updated = await as("camp_care", claims, async (client) => (await client.query("update public.participant_care set care_notes = 'x'")).rowCount);
+      const updated = await as(
+        "camp_care",
+        claims,
+        async (client) => (await client.query("update public.participant_care set care_notes = 'x'")).rowCount,
+      );
       expect(updated).toBe(0);
     }
   });
@@ -256,9 +266,12 @@ describe("behind the door: camp_care's own policies", () => {
       expect(tenants).toEqual([a.tenant]);
     }
     expect(
-      await outcome("camp_care", bearer(a, a.staffRead), "insert into public.participant_contacts (participant_id, name) values ($1, 'X')", [
-        a.participant,
-      ]),
+      await outcome(
+        "camp_care",
+        bearer(a, a.staffRead),
+        "insert into public.participant_contacts (participant_id, name) values ($1, 'X')",
+        [a.participant],
+      ),
     ).toBe("42501");
   });
 

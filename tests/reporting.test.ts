@@ -312,7 +312,9 @@ describe("the reporting schema", () => {
     // audit_events is checked with the audit trail (tests/audit.test.ts), the care views with care data (tests/care-reporting.test.ts).
     const careViews = ["participant_care", "participant_consents", "participant_contacts"];
     expect(views.rows).toEqual(
-      [...VIEW_NAMES, "audit_events", ...careViews].sort().map((relname) => ({ relname, relkind: "v", invoker: true, documented: true })),
+      [...VIEW_NAMES, "audit_events", ...careViews]
+        .sort()
+        .map((relname) => ({ relname, relkind: "v", invoker: true, documented: true })),
     );
   });
 });

@@ -1,6 +1,7 @@
 import { displayPrefix, hashApiKey, newApiKey } from "../auth/api-key-format.ts";
 import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import type { Principal } from "../principal.ts";
 
 /** A key as clients see it: never the secret, never the hash. */
 export interface KeyRecord {
@@ -8,7 +9,7 @@ export interface KeyRecord {
   user_id: string;
   email: string;
   name: string | null;
-  scopes: Array<"read" | "write">;
+  scopes: Principal["scopes"];
   key_prefix: string;
   created_at: Date;
   last_used_at: Date | null;
@@ -23,7 +24,7 @@ export interface KeyOptions {
   expiresAt?: Date | null;
   name?: string | null;
   /** Default: everything the user's role allows. */
-  scopes?: Array<"read" | "write">;
+  scopes?: Principal["scopes"];
 }
 
 export async function findUserByEmail(sql: Sql, email: string) {

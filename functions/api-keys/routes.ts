@@ -7,9 +7,21 @@ import type { Principal } from "../principal.ts";
 import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
 import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, replaceKey, revokeKey } from "./data.ts";
 
+/** Stored in this order (api_keys_scopes_check). */
+const SCOPE_ORDER = ["read", "write", "care"] as const;
+
 const Scopes = z
-  .union([z.tuple([z.literal("read")]), z.tuple([z.literal("read"), z.literal("write")])])
-  .openapi({ description: '["read"] (GET and HEAD only) or ["read", "write"] (everything the user\'s role allows)' });
+  .array(z.enum(SCOPE_ORDER))
+  .min(1)
+  .max(3)
+  .refine((scopes) => new Set(scopes).size === scopes.length, "must not repeat a scope")
+  .refine((scopes) => scopes.includes("read"), 'must include "read"')
+  .transform((scopes) => SCOPE_ORDER.filter((scope) => scopes.includes(scope)))
+  .openapi({
+    description:
+      '["read"] (GET and HEAD only) or ["read", "write"] (everything the user\'s role allows), each optionally with "care": the user\'s care access to contacts, care records and consents (a key without it reaches none, whatever its user may)',
+    example: ["read", "write", "care"],
+  });
 
 const KeyRecord = z
   .object({
@@ -17,7 +29,7 @@ const KeyRecord = z
     user_id: z.string().uuid(),
     email: z.string(),
     name: z.string().nullable(),
-    scopes: z.array(z.enum(["read", "write"])),
+    scopes: z.array(z.enum(SCOPE_ORDER)),
     key_prefix: z.string().openapi({ example: "camp_Ab3dE9fG" }),
     created_at: z.string().datetime(),
     last_used_at: z.string().datetime().nullable(),

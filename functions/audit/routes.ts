@@ -8,6 +8,15 @@ import { cleanText, idFilter, pagination } from "../resources/fields.ts";
 
 /** The audit trail, read by the tenant's admins; the database writes it (see *_audit.sql). */
 
+const ACTIONS = ["create", "update", "delete", "erase", "read"] as const;
+/**
+ * Events about care data (private.is_care_resource): writes of contacts, care
+ * records and consents, with values, and reads (contacts, care_record,
+ * consents, care_flag; the resource is the participant). The database shows
+ * them only to a caller with care access.
+ */
+const CARE_RESOURCES = ["contact", "care_record", "consent", "contacts", "consents", "care_flag"] as const;
+
 const AuditEvent = z
   .object({
     id: z.string().openapi({ description: "Increasing with time" }),
@@ -17,7 +26,7 @@ const AuditEvent = z
     actor_via: z.enum(["api_key", "bearer", "operator"]),
     actor_key_id: z.string().nullable().openapi({ format: "uuid" }),
     request_id: z.string().nullable(),
-    action: z.enum(["create", "update", "delete", "erase"]),
+    action: z.enum(ACTIONS).openapi({ description: "read: someone read a participant's care data (no values)" }),
     resource_type: z.string(),
     resource_id: z.string().openapi({ format: "uuid" }),
     changes: z.record(z.string(), z.tuple([z.unknown(), z.unknown()])).openapi({
@@ -34,10 +43,13 @@ const timestampFilter = () =>
     .openapi({ type: "string", format: "date-time" });
 
 const Query = z.object({
-  resource_type: z.enum(["instance", "supergroup", "subgroup", "block", "room", "participant", "user", "api_key"]).optional(),
+  resource_type: z
+    .enum(["instance", "supergroup", "subgroup", "block", "room", "participant", "user", "api_key", ...CARE_RESOURCES])
+    .optional()
+    .openapi({ description: `Care resources (${CARE_RESOURCES.join(", ")}) are seen only with care access` }),
   resource_id: idFilter(),
   actor_user_id: idFilter(),
-  action: z.enum(["create", "update", "delete", "erase"]).optional(),
+  action: z.enum(ACTIONS).optional(),
   since: timestampFilter().openapi({ description: "At or after" }),
   until: timestampFilter().openapi({ description: "Before" }),
   request_id: cleanText().max(64).optional(),

@@ -71,6 +71,8 @@ const CONSTRAINTS: Record<string, FieldIssue> = {
   participants_block_id_fkey: { field: "block_id", issue: "does not belong to instance_id" },
   participants_room_id_fkey: { field: "room_id", issue: "does not belong to instance_id" },
   participants_room_id_parent_fkey: { field: "room_id", issue: "does not belong to block_id" },
+  participant_contacts_emergency_phone_check: { field: "phone", issue: "is required for an emergency contact" },
+  participant_contacts_emergency_order_only_check: { field: "emergency_order", issue: "is only for emergency contacts" },
 };
 
 function describeConstraint(constraint: string | undefined): FieldIssue | undefined {
@@ -96,8 +98,21 @@ export function fromPgError(error: unknown): ApiError | undefined {
       const details = { field: error.column ?? "body", issue: error.message };
       return new ApiError("VALIDATION_ERROR", `${details.field}: ${details.issue}`, details);
     }
+    case "CA403":
+      // Raised by the care doors (private.care_gate) and guards: the database decided the caller may not.
+      return new ApiError("FORBIDDEN", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
     case "CA404":
       return new ApiError("NOT_FOUND", error.message);
+    case "CA412":
+      // Raised by the care doors when an If-Match no longer matches (as http/etag.ts's preconditionFailed).
+      return new ApiError(
+        "PRECONDITION_FAILED",
+        "the record has changed since you read it (If-Match no longer matches its ETag)",
+        {
+          field: "If-Match",
+          issue: "does not match the current ETag",
+        },
+      );
     case "CA409":
       return new ApiError("CONFLICT", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
     case "23505":

@@ -18,7 +18,15 @@ export const BulkBody = z
   .openapi("ParticipantBulkCreate");
 
 /** The list's filters without paging or sync options: an export has every matching live row, in list order. */
-export const ExportQuery = ListQuery.omit({ limit: true, offset: true, sort: true, updated_since: true, include_deleted: true });
+// No care filter (severe_allergy): the export carries no care data, not even that bit.
+export const ExportQuery = ListQuery.omit({
+  limit: true,
+  offset: true,
+  sort: true,
+  updated_since: true,
+  include_deleted: true,
+  severe_allergy: true,
+});
 
 export const ImportQuery = z.object({
   instance_id: idField().openapi({ description: "The instance the participants join" }),

@@ -245,8 +245,8 @@ const foldedLength = (term: string) =>
  * on the rows read in list order, which stop at the page's end.
  */
 export function listConditions(
-  filters: Omit<ListFilters, "limit" | "offset" | "sort" | "updated_since" | "include_deleted"> &
-    Partial<Pick<ListFilters, "updated_since" | "include_deleted">>,
+  filters: Omit<ListFilters, "limit" | "offset" | "sort" | "updated_since" | "include_deleted" | "severe_allergy"> &
+    Partial<Pick<ListFilters, "updated_since" | "include_deleted" | "severe_allergy">>,
   options: { found?: boolean } = {},
 ): {
   where: string[];
@@ -285,6 +285,8 @@ export function listConditions(
     params.push(filters.updated_since);
     where.push(`p.updated_at >= $${params.length}::timestamptz`);
   }
+  // The care doors' set of ids (403 without care access), never the care record itself.
+  if (filters.severe_allergy) where.push("p.id in (select private.severe_allergy_participants())");
   return { where, params, instance, search };
 }
 
@@ -306,9 +308,11 @@ export async function listParticipants(sql: Sql, filters: ListFilters): Promise<
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
   const order = orderBy(filters.sort, "p.");
   const json = participantJson(names.expressions, { deletedAt: filters.include_deleted });
+  // Filtered on a care flag, the page shows that flag of each of its participants: each is a read, on the record.
+  const flagReads = filters.severe_allergy ? ", private.audit_care_flag_reads(array_agg(p.id)) as flag_reads" : "";
   const page = await sql.one<{ json: string; total: number }>(
     `${found}select coalesce(json_agg(${json} order by ${order}), '[]')::text as json,
-       (select count(*) from public.participants p where ${conditions}) as total
+       (select count(*) from public.participants p where ${conditions}) as total${flagReads}
      from (
        select * from public.participants p where ${conditions}
        order by ${order} limit $${n + 1} offset $${n + 2}

@@ -68,6 +68,16 @@ export const ListQuery = z.object({
       description:
         "Part of first_name, surname, full_name or user_id, ignoring case, accents and punctuation (jose finds José, oconnor finds O'Connor)",
     }),
+  severe_allergy: z
+    .enum(["true"])
+    .transform(() => true as const)
+    .optional()
+    .openapi({
+      type: "string",
+      enum: ["true"],
+      description:
+        "Only participants with a severe or anaphylactic allergy in their care record. Needs care access (403 otherwise); the list never shows the record, and each listed participant's flag is recorded in the audit trail as a read (care_flag).",
+    }),
   ...listing(PARTICIPANT_SORT, 50),
 });
 

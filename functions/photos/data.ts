@@ -6,6 +6,8 @@ import type { PhotoType } from "./limits.ts";
 /** A participant as the photo endpoints need it. */
 export interface PhotoOwner {
   id: string;
+  /** The participant's photo consent is refused: no photo may be stored (the database refuses it too). */
+  photo_refused: boolean;
   photo_key: string | null;
   photo_content_type: PhotoType | null;
   photo_size: number | null;
@@ -27,7 +29,8 @@ export interface PhotoRecord {
  */
 export async function findPhotoOwner(sql: Sql, userId: string, instanceId?: string): Promise<PhotoOwner> {
   const rows = await sql.query<PhotoOwner & { by_id: boolean }>(
-    `select id, photo_key, photo_content_type, photo_size, photo_sha256, coalesce(id = $1::uuid, false) as by_id
+    `select id, photo_key, photo_content_type, photo_size, photo_sha256, coalesce(id = $1::uuid, false) as by_id,
+            private.photo_consent_refused(id) as photo_refused
      from public.participants
      where deleted_at is null
        and (id = $1::uuid or user_id = $2)

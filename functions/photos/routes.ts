@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import { notFound } from "../errors.ts";
+import { conflict, notFound } from "../errors.ts";
 import type { BodyRule } from "../http/body-policy.ts";
 import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
 import { log } from "../log.ts";
@@ -116,6 +116,10 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   });
 }
 
+/** A refused photo consent (PUT /participants/{id}/consents): no photo until a new answer. */
+const photoRefused = () =>
+  conflict("photo consent is refused for this participant", { field: "photo", issue: "photo consent is refused" });
+
 export function photoRoutes(store: PhotoStore) {
   return newRouter()
     .openapi(upload, async (c) => {
@@ -123,6 +127,8 @@ export function photoRoutes(store: PhotoStore) {
       const { instance_id } = c.req.valid("query");
       const tenant = c.get("tenant");
       const owner = await tenant.run((sql) => findPhotoOwner(sql, userId, instance_id));
+      // Before the photo is read or stored; the database refuses it as well, should a refusal land meanwhile.
+      if (owner.photo_refused) throw photoRefused();
       const photo = await preparePhoto(await readPhotoPart(c.req.raw));
       const data = await savePhoto({ tenant, store }, owner.id, photo, photoLink(c, owner.id));
       return c.json(

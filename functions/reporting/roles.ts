@@ -39,6 +39,8 @@ export const DEFAULT_REPORTING_LIMITS: ReportingLimits = {
 };
 
 export interface GrantOptions extends Partial<ReportingLimits> {
+  /** Whether the role reads care data (contacts, care records, consents and their audit events); default false. */
+  care?: boolean;
   /**
    * Connections all reporting roles of the cluster may hold together; by
    * default a quarter of the connections left to ordinary roles, so the API
@@ -50,6 +52,8 @@ export interface GrantOptions extends Partial<ReportingLimits> {
 export interface ReportingGrant {
   role: string;
   tenant_id: string;
+  /** Whether the role reads care data. */
+  care: boolean;
   password: string;
   limits: ReportingLimits;
   /** What the operator should still do by hand, e.g. on a shared cluster. */
@@ -60,6 +64,7 @@ export interface ReportingRoleRow {
   role: string;
   tenant_id: string;
   tenant_name: string;
+  care: boolean;
   created_at: Date;
   role_exists: boolean;
 }
@@ -92,7 +97,8 @@ export async function grantReportingRole(
   options: GrantOptions = {},
 ): Promise<ReportingGrant> {
   checkRoleName(role);
-  const limits = checkLimits({ ...DEFAULT_REPORTING_LIMITS, ...definedOnly(options) });
+  const { care = false, connectionBudget, ...limitOptions } = options;
+  const limits = checkLimits({ ...DEFAULT_REPORTING_LIMITS, ...definedOnly(limitOptions) });
   const password = newReportingPassword();
   const verifier = await scramSha256Verifier(password);
   if (!VERIFIER.test(verifier)) throw new Error("unexpected password verifier");
@@ -101,7 +107,7 @@ export async function grantReportingRole(
     // Grants of one cluster take turns, so two cannot both fit the last of the budget.
     await sql.query("select pg_advisory_xact_lock(hashtext('camp reporting grant'))");
     if (await sql.one("select from pg_roles where rolname = $1", [role])) throw conflict(`role ${role} already exists`);
-    await checkBudget(sql, limits.connectionLimit, options.connectionBudget);
+    await checkBudget(sql, limits.connectionLimit, connectionBudget);
     // A mapping left behind by a role dropped by hand must not outlive it.
     await sql.query("delete from private.reporting_roles where role_name = $1", [role]);
     await sql.query(
@@ -114,14 +120,14 @@ export async function grantReportingRole(
     await sql.query(`alter role ${ident(role)} set statement_timeout = ${limits.statementTimeoutMs}`);
     await sql.query(`alter role ${ident(role)} set idle_in_transaction_session_timeout = ${limits.idleTimeoutMs}`);
     await sql.query(
-      `insert into private.reporting_roles (role_name, tenant_id, connection_limit, statement_timeout, idle_timeout)
-       values ($1, $2, $3, make_interval(secs => $4::float8 / 1000), make_interval(secs => $5::float8 / 1000))`,
-      [role, tenantId, limits.connectionLimit, limits.statementTimeoutMs, limits.idleTimeoutMs],
+      `insert into private.reporting_roles (role_name, tenant_id, connection_limit, statement_timeout, idle_timeout, care)
+       values ($1, $2, $3, make_interval(secs => $4::float8 / 1000), make_interval(secs => $5::float8 / 1000), $6)`,
+      [role, tenantId, limits.connectionLimit, limits.statementTimeoutMs, limits.idleTimeoutMs, care],
     );
     await sql.query("select private.restrict_reporting_database()");
     return [...(await setTempFileLimit(sql, role, limits.tempFileLimitKb)), ...(await remainingReach(sql, role))];
   });
-  return { role, tenant_id: tenantId, password, limits, warnings };
+  return { role, tenant_id: tenantId, care, password, limits, warnings };
 }
 
 const definedOnly = <T extends object>(value: T): Partial<T> =>
@@ -265,7 +271,7 @@ async function endSessions(sql: Sql, role: string): Promise<void> {
 export async function listReportingRoles(db: Database): Promise<ReportingRoleRow[]> {
   return db.asOwner((sql) =>
     sql.query<ReportingRoleRow>(
-      `select r.role_name as role, r.tenant_id, t.name as tenant_name, r.created_at,
+      `select r.role_name as role, r.tenant_id, t.name as tenant_name, r.care, r.created_at,
               exists (select from pg_roles where rolname = r.role_name) as role_exists
        from private.reporting_roles r join public.tenants t on t.id = r.tenant_id
        order by r.created_at, r.role_name`,

@@ -2,18 +2,22 @@ import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
 import type { Role } from "../principal.ts";
 
+/** How far a user reaches care data (users.care_access; see *_care_access.sql). */
+export type CareAccess = "none" | "read" | "write";
+
 /** A user as admins see them: never their identity-provider subject. */
 export interface UserRecord {
   id: string;
   email: string;
   role: Role;
   active: boolean;
+  care_access: CareAccess;
   created_at: Date;
   updated_at: Date;
   has_live_key: boolean;
 }
 
-const RECORD = `u.id, u.email, u.role, u.active, u.created_at, u.updated_at,
+const RECORD = `u.id, u.email, u.role, u.active, u.care_access, u.created_at, u.updated_at,
   exists (select from public.api_keys k where k.user_id = u.id and k.revoked_at is null
           and (k.expires_at is null or k.expires_at > now())) as has_live_key`;
 
@@ -61,10 +65,11 @@ export async function addUser(sql: Sql, email: string, role: Role) {
 }
 
 /**
- * Changes a user's role or active flag. The database revokes a deactivated
- * user's keys and refuses to leave a tenant without an active admin (409).
+ * Changes a user's role, active flag or care access. The database revokes a
+ * deactivated user's keys, refuses to leave a tenant without an active admin
+ * (409) and lets only an admin change care access (403).
  */
-export async function changeUser(sql: Sql, id: string, change: { role?: Role; active?: boolean }) {
+export async function changeUser(sql: Sql, id: string, change: { role?: Role; active?: boolean; care_access?: CareAccess }) {
   const set: string[] = [];
   const params: unknown[] = [id];
   if (change.role !== undefined) {
@@ -74,6 +79,10 @@ export async function changeUser(sql: Sql, id: string, change: { role?: Role; ac
   if (change.active !== undefined) {
     params.push(change.active);
     set.push(`active = $${params.length}`);
+  }
+  if (change.care_access !== undefined) {
+    params.push(change.care_access);
+    set.push(`care_access = $${params.length}`);
   }
   const rows = await sql.query(`update public.users set ${set.join(", ")} where id = $1 returning id`, params);
   return rows.length === 1 ? getUser(sql, id) : undefined;

@@ -9,6 +9,10 @@ import { addUser, changeUser, getUser, listUsers } from "./data.ts";
 /** Users of the tenant, managed by its admins (staff get 403). */
 
 const Role = z.enum(["admin", "staff"]);
+const CareAccess = z.enum(["none", "read", "write"]).openapi({
+  description:
+    "How far the user reaches children's contacts, care records and consents: none, read or write (an API key also needs its care scope). New users: write for admins, none for staff.",
+});
 const timestamp = () => z.string().openapi({ format: "date-time" });
 
 const User = z
@@ -17,6 +21,7 @@ const User = z
     email: z.string(),
     role: Role,
     active: z.boolean(),
+    care_access: CareAccess,
     created_at: timestamp(),
     updated_at: timestamp(),
     has_live_key: z.boolean(),
@@ -34,8 +39,12 @@ const UserChange = z
   .object({
     role: Role.optional(),
     active: z.boolean().optional().openapi({ description: "false revokes the user's keys and refuses their Bearer tokens" }),
+    care_access: CareAccess.optional(),
   })
-  .refine((body) => body.role !== undefined || body.active !== undefined, "send role, active or both")
+  .refine(
+    (body) => body.role !== undefined || body.active !== undefined || body.care_access !== undefined,
+    "send role, active, care_access or more",
+  )
   .openapi("UserChange");
 
 const Query = z.object({
@@ -86,7 +95,8 @@ const createOne = createRoute({
 const changeOne = createRoute({
   method: "patch",
   path: "/{id}",
-  summary: "Change a user's role or deactivate them (admins); the last active admin cannot be demoted or deactivated (409)",
+  summary:
+    "Change a user's role or care access, or deactivate them (admins); the last active admin cannot be demoted or deactivated (409)",
   tags,
   security: authenticated,
   request: { params: IdParam, body: body(UserChange) },
