@@ -81,8 +81,14 @@ beforeAll(async () => {
       ...admin,
       body: { emergency_medical_treatment: "granted", note: MARKS.consentNote },
     }),
+    // Its 201 is kept for 24 hours as the key's stored answer.
+    await call(app, "POST", `${base}/contacts`, {
+      ...admin,
+      body: { name: "Second contact", relationship: MARKS.contact },
+      headers: { "Idempotency-Key": `care-${RUN}` },
+    }),
   ];
-  expect(writes.map((w) => w.status)).toEqual([201, 200, 200, 200]);
+  expect(writes.map((w) => w.status)).toEqual([201, 200, 200, 200, 201]);
 });
 
 afterAll(async () => {
@@ -190,8 +196,9 @@ describe("care data stays out of", () => {
       participant,
     ]);
     expect(record.rows).toEqual([{ allergies: [{ name: MARKS.allergy, severity: "anaphylactic" }], severe_allergy: true }]);
-    expect((await careRole.query("select name, phone from participant_contacts")).rows).toEqual([
+    expect((await careRole.query("select name, phone from participant_contacts order by emergency_order")).rows).toEqual([
       { name: MARKS.contact, phone: MARKS.phone },
+      { name: "Second contact", phone: null },
     ]);
     expect((await careRole.query("select kind, status, current from participant_consents")).rows).toEqual([
       { kind: "emergency_medical_treatment", status: "granted", current: true },

@@ -713,7 +713,8 @@ create trigger participants_guard_refused_photo before update of photo_key, phot
 -- -----------------------------------------------------------------------------
 
 -- When private.erase_participant erases a participant (sets erased_at), its
--- contacts, care record and consents are deleted, and the values in their
+-- contacts, care record and consents are deleted, so are the stored answers
+-- of keyed POSTs that name it (idempotency_keys), and the values in their
 -- earlier audit events replaced by "erased" (field names stay), in the same
 -- transaction. Read events carry no values and stay.
 create function private.erase_care_of_participant() returns trigger
@@ -730,6 +731,8 @@ begin
   delete from public.participant_contacts where participant_id = new.id;
   delete from public.participant_consents where participant_id = new.id;
   delete from public.participant_care where id = new.id;
+  -- Stored answers of keyed POSTs about the participant (a contact's 201 carries its values).
+  delete from public.idempotency_keys k where k.tenant_id = new.tenant_id and strpos(k.body, new.id::text) > 0;
   perform set_config('camp.audit_rewrite', 'on', true);
   update public.audit_events e
   set changes = (
