@@ -328,6 +328,7 @@ describe("camp reporting", () => {
     expect(granted.code).toBe(0);
     const out = JSON.parse(granted.stdout);
     expect(Object.keys(out).sort()).toEqual([
+      "care",
       "database",
       "host",
       "limits",
@@ -339,7 +340,13 @@ describe("camp reporting", () => {
       "user",
       "warnings",
     ]);
-    expect(out).toMatchObject({ role, user: role, tenant_id: a.tenantId, database: new URL(t().url).pathname.slice(1) });
+    expect(out).toMatchObject({
+      role,
+      user: role,
+      tenant_id: a.tenantId,
+      care: false,
+      database: new URL(t().url).pathname.slice(1),
+    });
     expect(out.password).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(granted.stderr).not.toContain(out.password);
 
@@ -355,6 +362,7 @@ describe("camp reporting", () => {
     expect(rows.find((r) => r.role === role)).toMatchObject({
       tenant_id: a.tenantId,
       tenant_name: "Tenant A",
+      care: false,
       role_exists: true,
     });
     expect(listed.stdout).not.toContain(out.password);
