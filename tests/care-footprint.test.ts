@@ -7,6 +7,7 @@ import { addCampStructure } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { type CallOptions, call, newTenant, signToken, type TestTenant } from "./support/fixtures.ts";
 import { image } from "./support/images.ts";
+import { useLogCapture } from "./support/logs.ts";
 import { download, type PhotoApp, photoApp, upload } from "./support/photos.ts";
 import { run, TSX } from "./support/processes.ts";
 
@@ -19,6 +20,7 @@ import { run, TSX } from "./support/processes.ts";
  */
 
 const t = useTestDatabase();
+const logs = useLogCapture();
 const RUN = `care_${randomBytes(4).toString("hex")}`;
 
 /** Values that must appear only where care data may. */
@@ -213,6 +215,23 @@ describe("care data stays out of", () => {
       `${RUN}_care:true`,
       `${RUN}_plain:false`,
     ]);
+  });
+});
+
+describe("the log", () => {
+  it("holds no care value from any request of this file, at debug level, errors included", async () => {
+    const refused = await call(app, "POST", `/api/v1/participants/${participant}/contacts`, {
+      ...adminWithoutCare,
+      body: { name: MARKS.contact, phone: "+44 20 7946 0958", notes: MARKS.notes },
+    });
+    expect(refused.status).toBe(403);
+    const invalid = await call(app, "PATCH", `/api/v1/participants/${participant}/care`, {
+      ...admin,
+      body: { allergies: [{ name: MARKS.allergy, severity: "deadly" }] },
+    });
+    expect(invalid.status).toBe(400);
+    expect(logs.lines.length).toBeGreaterThan(10);
+    expect(leaked(logs.lines.join("\n"))).toEqual([]);
   });
 });
 
