@@ -1,5 +1,5 @@
 import type { Config } from "./config.ts";
-import type { Database, TenantScope } from "./db/database.ts";
+import type { RequestDatabase, TenantScope } from "./db/database.ts";
 import type { IdempotencyLookup } from "./db/idempotency-lookup.ts";
 import type { Principal } from "./principal.ts";
 
@@ -10,7 +10,8 @@ import type { Principal } from "./principal.ts";
  */
 export interface AppEnv {
   Variables: {
-    db: Database;
+    /** The request's one way to Postgres: one pooled connection at a time (db/database.ts OneConnection). */
+    db: RequestDatabase;
     config: Config;
     /** Set first, for every request (http/request-id.ts). */
     requestId: string;

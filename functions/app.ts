@@ -84,7 +84,7 @@ export function createApp(deps: AppDeps) {
   app.use(
     "*",
     createMiddleware<AppEnv>(async (c, next) => {
-      c.set("db", deps.db);
+      c.set("db", deps.db.forRequest());
       c.set("config", deps.config);
       // No answer is to be sniffed into another type: a CSV cell or a JSON string must never run as HTML.
       c.header("X-Content-Type-Options", "nosniff");

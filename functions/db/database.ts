@@ -132,6 +132,51 @@ function wrap(client: pg.ClientBase, prepare: boolean, one?: OneStatement): Sql 
   };
 }
 
+/**
+ * A request's way to the pool: it lends at most one connection at a time.
+ * A request that held a connection while it waited for a second could, with
+ * enough like it, hold the whole pool while each waits for one more, and every
+ * tenant's requests would then wait and fail. So a second checkout while one
+ * is out is refused at once, as the bug it is; one after another is fine.
+ */
+export class OneConnection {
+  #out = false;
+
+  constructor(private readonly pool: pg.Pool) {}
+
+  async connect(): Promise<pg.PoolClient> {
+    if (this.#out) throw new Error("a request asked for a second database connection while it holds one");
+    this.#out = true;
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      this.#out = false;
+      throw error;
+    }
+  }
+
+  /** Gives the connection back; `broken` destroys it (its state is unknown). */
+  release(client: pg.PoolClient, broken = false): void {
+    this.#out = false;
+    client.release(broken);
+  }
+
+  /** One statement on a connection of its own, given back at once. */
+  async query<R extends object>(config: pg.QueryConfig): Promise<R[]> {
+    const client = await this.connect();
+    let broken = false;
+    try {
+      return (await client.query<R>(config)).rows;
+    } catch (error) {
+      // A Postgres error leaves the connection usable; anything else (a lost socket) may not.
+      broken = typeof (error as { severity?: unknown }).severity !== "string";
+      throw error;
+    } finally {
+      this.release(client, broken);
+    }
+  }
+}
+
 export interface DatabaseOptions {
   /** Connections in the pool. */
   max?: number;
@@ -211,8 +256,6 @@ const scopeSettings = (claims: string) =>
 
 /** How asTenant runs its work. */
 export interface TenantOptions {
-  /** Commit on its own even inside withRequestTransaction: for what others must see before the request ends. */
-  ownTransaction?: boolean;
   /**
    * The work runs exactly one statement, so the commit can travel with it:
    * one round trip fewer once the connection has prepared the statement
@@ -282,14 +325,70 @@ export class Database {
     this.pool.on("error", warn);
   }
 
-  /** A tenant scope for this principal, with no transaction open yet (a Bearer caller's, the CLI's, an operator's). */
+  /** A tenant scope for this principal, with no transaction open yet (the CLI's, an operator's). */
   scopeFor<P extends ScopePrincipal>(principal: P): TenantScope<P> {
-    return new TenantScope(this, principal);
+    return new TenantScope(new OneConnection(this.pool), this.prepare, principal);
   }
 
   /** `work` in one tenant transaction of its own (see TenantScope.run), for code outside a request. */
   asTenant<T>(principal: ScopePrincipal, work: (sql: Sql) => Promise<T>, options: TenantOptions = {}): Promise<T> {
     return this.scopeFor(principal).run(work, options);
+  }
+
+  /**
+   * A request's handle on the database: everything a request does with
+   * Postgres goes through it, on at most one pooled connection at a time
+   * (OneConnection). The request context carries this, never the Database.
+   */
+  forRequest(): RequestDatabase {
+    return new RequestDatabase(new OneConnection(this.pool), this.prepare);
+  }
+
+  /** Runs `work` in one transaction as the connecting role (operators and the CLI; no RLS). */
+  async asOwner<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("begin");
+      const result = await work(wrap(client, this.prepare));
+      await client.query("commit");
+      return result;
+    } catch (error) {
+      await client.query("rollback").catch(() => {});
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  /** A single statement outside any tenant scope and any request (the CLI, the server's start). */
+  async query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
+    return (await this.pool.query(statement(text, values, this.prepare))).rows as R[];
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/**
+ * What a request may do with the database (Database.forRequest): look a key
+ * up, run a statement outside a tenant scope, open tenant scopes, all on the
+ * request's one connection at a time.
+ */
+export class RequestDatabase {
+  constructor(
+    private readonly connection: OneConnection,
+    private readonly prepare: boolean,
+  ) {}
+
+  /** A single statement outside any tenant scope (authentication, health). */
+  query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
+    return this.connection.query<R>(statement(text, values, this.prepare));
+  }
+
+  /** A tenant scope for this principal, with no transaction open yet (a Bearer caller's). */
+  scopeFor<P extends ScopePrincipal>(principal: P): TenantScope<P> {
+    return new TenantScope(this.connection, this.prepare, principal);
   }
 
   /**
@@ -330,9 +429,9 @@ export class Database {
           : "select * from private.authenticate_api_key($1)",
         [hash],
       );
-      return row && { scope: new TenantScope(this, toPrincipal(row)), rate: rateState(row) };
+      return row && { scope: new TenantScope(this.connection, this.prepare, toPrincipal(row)), rate: rateState(row) };
     }
-    const client = await this.pool.connect();
+    const client = await this.connection.connect();
     const requestId = options.requestId === undefined ? "null" : client.escapeLiteral(options.requestId);
     // The claims claimsOf writes, from the key's row.
     const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
@@ -350,43 +449,18 @@ export class Database {
       const row = results[results.length - (inScope ? 2 : 1)]?.rows[0];
       if (!row) {
         await client.query("rollback");
-        client.release();
+        this.connection.release(client);
         return undefined;
       }
       return {
-        scope: new TenantScope(this, toPrincipal(row), client),
+        scope: new TenantScope(this.connection, this.prepare, toPrincipal(row), client),
         rate: count ? rateState(results[0]?.rows[0]) : undefined,
         inScope: inScope ? (results.at(-1)?.rows[0] as S | undefined) : undefined,
       };
     } catch (error) {
-      client.release(true);
+      this.connection.release(client, true);
       throw error;
     }
-  }
-
-  /** Runs `work` in one transaction as the connecting role (operators and the CLI; no RLS). */
-  async asOwner<T>(work: (sql: Sql) => Promise<T>): Promise<T> {
-    const client = await this.pool.connect();
-    try {
-      await client.query("begin");
-      const result = await work(wrap(client, this.prepare));
-      await client.query("commit");
-      return result;
-    } catch (error) {
-      await client.query("rollback").catch(() => {});
-      throw error;
-    } finally {
-      client.release();
-    }
-  }
-
-  /** A single statement outside any tenant scope (authentication, health). */
-  async query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<R[]> {
-    return (await this.pool.query(statement(text, values, this.prepare))).rows as R[];
-  }
-
-  async close(): Promise<void> {
-    await this.pool.end();
   }
 }
 
@@ -405,7 +479,8 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
   #whole: pg.PoolClient | undefined;
 
   constructor(
-    private readonly db: Database,
+    private readonly connection: OneConnection,
+    private readonly prepare: boolean,
     readonly principal: P,
     opened?: pg.PoolClient,
   ) {
@@ -421,25 +496,26 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
 
   /** One round trip of two statements opens a transaction and the tenant scope. */
   async #begin(): Promise<pg.PoolClient> {
-    const client = await this.db.pool.connect();
+    const client = await this.connection.connect();
     try {
       // The claims are built from uuids, a fixed role and the request id, and quoted as a literal.
       await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(this.principal)))}`);
       return client;
     } catch (error) {
-      client.release(true);
+      this.connection.release(client, true);
       throw error;
     }
   }
 
   /**
    * Runs `work` in one transaction of the scope (inside wholeRequest, in
-   * that one, unless `ownTransaction`). Serialization failures and deadlocks
-   * are retried; `work` must therefore be safe to rerun.
+   * that one: the request holds one connection, so it has one transaction at
+   * a time). Serialization failures and deadlocks are retried; `work` must
+   * therefore be safe to rerun.
    */
   async run<T>(work: (sql: Sql) => Promise<T>, options: TenantOptions = {}): Promise<T> {
-    const prepare = this.db.prepare;
-    if (this.#whole && !options.ownTransaction) return work(wrap(this.#whole, prepare));
+    const prepare = this.prepare;
+    if (this.#whole) return work(wrap(this.#whole, prepare));
     for (let attempt = 1; ; attempt++) {
       const client = this.#takeOpened() ?? (await this.#begin());
       let broken = false;
@@ -457,7 +533,7 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
         if (attempt < MAX_ATTEMPTS && isRetryable(error)) continue;
         throw error;
       } finally {
-        client.release(broken);
+        this.connection.release(client, broken);
       }
     }
   }
@@ -471,7 +547,7 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
    * the request's route ran inside it.
    */
   async wholeRequest<T>(work: (sql: Sql, last: Sql) => Promise<{ commit: boolean; result: T }>): Promise<T> {
-    const prepare = this.db.prepare;
+    const prepare = this.prepare;
     const client = this.#takeOpened() ?? (await this.#begin());
     let broken = false;
     try {
@@ -487,7 +563,7 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
       throw error;
     } finally {
       this.#whole = undefined;
-      client.release(broken);
+      this.connection.release(client, broken);
     }
   }
 
@@ -501,9 +577,9 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
     if (!client) return;
     try {
       await client.query("commit");
-      client.release();
+      this.connection.release(client);
     } catch {
-      client.release(true);
+      this.connection.release(client, true);
     }
   }
 }

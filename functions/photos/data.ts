@@ -73,9 +73,26 @@ export async function recordPhoto(sql: Sql, participantId: string, photo: PhotoR
   return current.photo_key;
 }
 
-/** Records an upload of `key` as in progress, before its object is written (see sweep.ts). */
+/**
+ * The advisory lock of an upload of the object `key` (a SQL expression): an
+ * upload holds it shared until its transaction ends, the sweep exclusively
+ * while it decides on and deletes the object.
+ */
+export const uploadLock = (key: string) => `hashtextextended('photo-upload/' || ${key}, 0)`;
+
+/**
+ * Records an upload of `key` as in progress, before its object is written
+ * (see sweep.ts): the intent row, seen by the sweep once committed, and the
+ * key's lock, which keeps the sweep off the object until this transaction
+ * ends, for an intent that commits only with the whole request (idempotency).
+ */
 export async function beginUpload(sql: Sql, key: string): Promise<void> {
-  await sql.query("insert into public.photo_uploads (key) values ($1) on conflict (key) do nothing", [key]);
+  await sql.query(
+    `insert into public.photo_uploads (key)
+     select $1 from (select pg_advisory_xact_lock_shared(${uploadLock("$1")})) locked
+     on conflict (key) do nothing`,
+    [key],
+  );
 }
 
 /** The key the participant's row holds now, deleted or not. */

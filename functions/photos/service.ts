@@ -102,8 +102,9 @@ export async function savePhoto(ctx: PhotoContext, participantId: string, photo:
     sha256: photo.sha256,
     link,
   };
-  // Committed before the object is written, even when the rest of the request is one transaction (idempotency).
-  await ctx.tenant.run((sql) => beginUpload(sql, record.key), { ownTransaction: true });
+  // Recorded before the object is written: committed at once, or, when the whole request is one
+  // transaction (idempotency), held in it under the key's lock, which the sweep respects (sweep.ts).
+  await ctx.tenant.run((sql) => beginUpload(sql, record.key));
   let replaced: string | null;
   try {
     await storeCall(() => ctx.store.put(record.key, photo.bytes, photo.contentType));

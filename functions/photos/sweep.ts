@@ -1,4 +1,5 @@
 import type { Database } from "../db/database.ts";
+import { uploadLock } from "./data.ts";
 import type { PhotoStore } from "./store.ts";
 
 export interface SweepOptions {
@@ -65,15 +66,44 @@ export async function sweepPhotos(db: Database, store: PhotoStore, options: Swee
   }
   const doomed = [...orphaned, ...expired];
   for (const [i, key] of doomed.entries()) {
-    if (!options.dryRun) {
-      try {
-        await store.delete(key);
-        report.deleted++;
-      } catch (error) {
-        report.failed.push({ key, error: (error as Error).message });
+    try {
+      const remove = options.dryRun ? async () => {} : () => store.delete(key);
+      if (await removeUnclaimed(db, key, options.olderThanDays, remove)) {
+        if (!options.dryRun) report.deleted++;
+      } else {
+        // An upload of it is in progress, or has just committed: it is no orphan.
+        report.orphaned = report.orphaned.filter((k) => k !== key);
+        report.expired = report.expired.filter((k) => k !== key);
+        report.kept++;
       }
+    } catch (error) {
+      report.failed.push({ key, error: (error as Error).message });
     }
     options.onProgress?.(i + 1, doomed.length);
   }
   return report;
+}
+
+/**
+ * Deletes the object (`remove`) unless an upload of it is in progress (its transaction
+ * holds the key's lock: an intent not yet committed, as under an
+ * Idempotency-Key) or a row claims it now. Decided and done under the key's
+ * lock, so no upload of it can commit in between.
+ */
+async function removeUnclaimed(db: Database, key: string, olderThanDays: number, remove: () => Promise<void>): Promise<boolean> {
+  return db.asOwner(async (sql) => {
+    const lock = await sql.one<{ free: boolean }>(`select pg_try_advisory_xact_lock(${uploadLock("$1")}) as free`, [key]);
+    if (!lock?.free) return false;
+    // A statement of its own, so its snapshot is taken with the lock held: it sees an upload that just committed.
+    const claim = await sql.one<{ claimed: boolean }>(
+      `select exists (select from public.participants
+                      where photo_key = $1 and (deleted_at is null or deleted_at > now() - make_interval(days => $2)))
+              or exists (select from public.photo_uploads where key = $1 and started_at > now() - make_interval(hours => $3))
+              as claimed`,
+      [key, olderThanDays, UPLOAD_INTENT_HOURS],
+    );
+    if (claim?.claimed) return false;
+    await remove();
+    return true;
+  });
 }
