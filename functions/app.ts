@@ -17,6 +17,7 @@ import { handleError } from "./http/error-handler.ts";
 import { idempotency } from "./http/idempotency.ts";
 import { newRouter } from "./http/openapi.ts";
 import { QueryRules } from "./http/query-rules.ts";
+import { RateLimiter } from "./http/rate-limit.ts";
 import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
@@ -96,7 +97,10 @@ export function createApp(deps: AppDeps) {
   app.use("*", bodyPolicy([PHOTO_BODY, ...BULK_BODIES]));
   // Public documentation (openapi.json, /docs): mounted before authentication, whose chain it ends.
   mountDocs(app);
-  app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config)));
+  // One limiter per app (a server process, an Edge isolate): it holds this process's leases of every user's budget.
+  const limit = deps.config.RATE_LIMIT_PER_MINUTE;
+  const limiter = limit === 0 ? undefined : new RateLimiter(limit);
+  app.use("/api/v1/*", authenticate(deps.verifyToken ?? bearerVerifier(deps.config), limiter));
   app.use("/api/v1/*", idempotency());
 
   const photoStore = deps.photoStore ?? defaultPhotoStore(deps.config);

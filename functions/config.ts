@@ -37,7 +37,7 @@ const schema = z.object({
   DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
   /** On SIGTERM/SIGINT, how long requests in flight may take to finish before their connections are cut. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
-  /** Requests a minute per API key (per user for Bearer callers), counted across every process; 0 turns limits off. */
+  /** Requests a minute per user (all their keys and tokens), counted across every process; 0 turns limits off. */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).max(1_000_000).default(1_200),
   /** How often the server ends reporting-role sessions past their granted limits; 0 leaves it to cron. */
   REPORTING_GUARD_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),

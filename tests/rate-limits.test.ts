@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
@@ -5,7 +6,11 @@ import { useTestDatabase } from "./support/database.ts";
 import { call, TEST_JWT_SECRET, type TestTenant, testApp } from "./support/fixtures.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
-/** Rate limits per API key (per user for Bearer callers), counted in the database across processes. */
+/**
+ * Rate limits per person: a user's keys and Bearer tokens share one budget,
+ * leased to each process in batches from a count in the database
+ * (http/rate-limit.ts RateLimiter, sql/migrations/*_rate_leases.sql).
+ */
 
 const t = useTestDatabase();
 let tenant: TestTenant;
@@ -26,6 +31,16 @@ async function freshKey(): Promise<string> {
   const intoMinute = (Date.now() / 1000) % 60;
   if (intoMinute > 50) await new Promise((r) => setTimeout(r, (61 - intoMinute) * 1000));
   return key;
+}
+
+/** The user an API key belongs to. */
+async function userOfKey(key: string): Promise<{ id: string; email: string }> {
+  const hash = createHash("sha256").update(key).digest();
+  const { rows } = await t().admin(
+    "select u.id, u.email from public.users u join public.api_keys k on k.user_id = u.id where k.key_hash = $1",
+    [hash],
+  );
+  return rows[0];
 }
 
 const field = (header: string | null, name: string) => Number(new RegExp(`;${name}=(\\d+)`).exec(header ?? "")?.[1]);
@@ -54,7 +69,7 @@ describe("rate limits", () => {
     expect(field(over.headers.get("ratelimit"), "t")).toBe(retry);
   });
 
-  it("counts per key: another key of the same tenant is not held back", async () => {
+  it("counts per user: another user of the same tenant is not held back", async () => {
     const app = limited(2);
     const spent = await freshKey();
     for (let i = 0; i < 4; i++) await call(app, "GET", "/api/v1/instances", { key: spent });
@@ -74,6 +89,57 @@ describe("rate limits", () => {
     for (let i = 0; i < 5; i++) statuses.push((await call(app, "GET", "/api/v1/instances", { token })).status);
     expect(statuses).toContain(429);
     expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(4);
+  });
+
+  it("keeps the budget through regenerate: a new key of the same user is no new budget", async () => {
+    const app = limited(6);
+    let key = await freshKey();
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await call(app, "GET", "/api/v1/instances", { key })).status);
+    const regenerated = await call(app, "POST", "/api/v1/api-keys/regenerate", { key });
+    expect(regenerated.status).toBe(200);
+    key = regenerated.body.data.key;
+    for (let i = 0; i < 4; i++) statuses.push((await call(app, "GET", "/api/v1/instances", { key })).status);
+    // 3 reads and the regenerate spent 4 of 6: the new key gets 2 more, then 429 (more only if a window turned over).
+    expect(statuses.slice(0, 5)).toEqual([200, 200, 200, 200, 200]);
+    expect(statuses.slice(5)).toEqual([429, 429]);
+  });
+
+  it("shares one budget between a user's API key and Bearer token", async () => {
+    const app = limited(4);
+    const key = await freshKey();
+    const user = await userOfKey(key);
+    const token = await new SignJWT({ sub: `sub-${user.id}`, email: user.email, email_verified: true })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode(TEST_JWT_SECRET));
+    const byKey = [];
+    for (let i = 0; i < 4; i++) byKey.push((await call(app, "GET", "/api/v1/instances", { key })).status);
+    expect(byKey).toEqual([200, 200, 200, 200]);
+    expect((await call(app, "GET", "/api/v1/instances", { token })).status).toBe(429);
+  });
+
+  it("weighs HEAD as GET: a HEAD of the export costs ten", async () => {
+    const app = limited(20);
+    const key = await freshKey();
+    const path = `/api/v1/participants/export.csv?instance_id=${camp.instanceId}`;
+    const first = await call(app, "HEAD", path, { key });
+    expect(first.status).toBe(200);
+    expect(field(first.headers.get("ratelimit"), "r")).toBe(10);
+    expect((await call(app, "HEAD", path, { key })).status).toBe(200);
+    expect((await call(app, "HEAD", path, { key })).status).toBe(429);
+    expect((await call(app, "GET", "/api/v1/instances", { key })).status).toBe(429);
+  });
+
+  it("writes the shared count once per lease, not once per request", async () => {
+    const app = limited(1000);
+    const key = await freshKey();
+    for (let i = 0; i < 30; i++) expect((await call(app, "GET", "/api/v1/instances", { key })).status).toBe(200);
+    const { rows } = await t().admin("select c.hits from private.rate_counters c where c.subject = $1", [
+      `user:${(await userOfKey(key)).id}`,
+    ]);
+    // One lease: the first request and 100 ahead (an eighth of 1,000 is more); 30 requests spent 30 of them.
+    expect(rows.map((r) => r.hits)).toEqual([101]);
   });
 
   it("weighs a bulk create, an import and an export as ten requests", async () => {
@@ -98,26 +164,60 @@ describe("rate limits", () => {
 });
 
 describe("across server processes", () => {
+  const LIMIT = 60;
   let servers: ServerProcess[] = [];
   beforeAll(async () => {
-    servers = await Promise.all([0, 1].map(() => startServerProcess({ DATABASE_URL: t().url, RATE_LIMIT_PER_MINUTE: "6" })));
+    servers = await Promise.all(
+      [0, 1, 2].map(() => startServerProcess({ DATABASE_URL: t().url, RATE_LIMIT_PER_MINUTE: String(LIMIT) })),
+    );
   }, 120_000);
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.stop()));
   });
 
-  it("shares one count per key between every process", async () => {
-    const key = await freshKey();
+  /** Requests of one key, round robin over the processes, `inFlight` at a time; their statuses. */
+  async function spread(key: string, count: number, inFlight: number): Promise<number[]> {
     const statuses: number[] = [];
-    for (let i = 0; i < 8; i++) {
-      const server = servers[i % 2] as ServerProcess;
-      const res = await fetch(`${server.url}/api/v1/instances`, { headers: { "X-API-Key": key } });
-      statuses.push(res.status);
+    let next = 0;
+    const worker = async () => {
+      for (let i = next++; i < count; i = next++) {
+        const server = servers[i % servers.length] as ServerProcess;
+        const res = await fetch(`${server.url}/api/v1/instances`, { headers: { "X-API-Key": key } });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+    };
+    await Promise.all(Array.from({ length: inFlight }, worker));
+    return statuses;
+  }
+
+  it("admits no more than the limit in a window across three processes, and all of it when each keeps being asked", async () => {
+    const key = await freshKey();
+    const statuses = await spread(key, 2 * LIMIT, 6);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    // No overshoot: leases are taken only from what the shared count has left. No undershoot
+    // either here: every process was asked until refused, so it spent every hit it held.
+    expect(statuses.filter((s) => s === 200).length).toBe(LIMIT);
+    const { rows } = await t().admin("select sum(hits)::int as hits from private.rate_counters where subject = $1", [
+      `user:${(await userOfKey(key)).id}`,
+    ]);
+    expect(rows[0].hits).toBe(LIMIT);
+  });
+
+  it("refuses a user on every process once one process has spent the budget", async () => {
+    const key = await freshKey();
+    const first = servers[0] as ServerProcess;
+    let admitted = 0;
+    for (let i = 0; i < LIMIT + 1; i++) {
+      const res = await fetch(`${first.url}/api/v1/instances`, { headers: { "X-API-Key": key } });
+      await res.arrayBuffer();
+      if (res.status === 200) admitted++;
     }
-    // Six allowed in a window across both processes (fewer 429s only if a window turned over).
-    expect(statuses.filter((s) => s === 429).length).toBeGreaterThanOrEqual(1);
-    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(8);
-    const first429 = statuses.indexOf(429);
-    expect(first429 === -1 || first429 >= 6).toBe(true);
+    expect(admitted).toBe(LIMIT);
+    for (const server of servers.slice(1)) {
+      const res = await fetch(`${server.url}/api/v1/instances`, { headers: { "X-API-Key": key } });
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    }
   });
 });

@@ -1,11 +1,13 @@
+import { bytesToHex } from "@noble/hashes/utils.js";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
-import type { ApiKeyRow, RateState, TenantScope } from "../db/database.ts";
+import { type ApiKeyRow, leaseCall, type RateGrant, type RateState, type TenantScope } from "../db/database.ts";
 import { type IdempotencyLookup, lookupStatement } from "../db/idempotency-lookup.ts";
+import { isPgError } from "../db/pg-errors.ts";
 import { forbidden, unauthorized } from "../errors.ts";
 import { idempotencyKeyOf } from "../http/idempotency.ts";
-import { rateCharge, rateHeaders, tooManyRequests } from "../http/rate-limit.ts";
+import { RATE_SPENT, type RateLimiter, rateHeaders, rateWeight, tooManyRequests } from "../http/rate-limit.ts";
 import type { Principal } from "../principal.ts";
 import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
@@ -26,61 +28,72 @@ const OWN_KEY = /\/api-keys\/(regenerate|revoke)$/;
  * it can (Database.authenticateApiKey); it is closed here if the route never
  * used it.
  */
-export function authenticate(verifyToken: TokenVerifier) {
+export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | undefined) {
   return createMiddleware<AppEnv>(async (c, next) => {
     const db = c.get("db");
     const apiKey = c.req.header("x-api-key");
     const authorization = c.req.header("authorization");
-    const charge = rateCharge(c);
+    const weight = rateWeight(c);
     let tenant: TenantScope<Principal>;
     let rate: RateState | undefined;
 
     if (apiKey !== undefined) {
       if (!looksLikeApiKey(apiKey)) throw unauthorized("invalid API key");
       const hash = await hashApiKey(apiKey);
+      const credential = `key:${bytesToHex(hash)}`;
+      // Hits in hand, or a lease to ask for with the key lookup; a caller known to be spent is still checked first.
+      const local = limiter?.take(credential, weight);
       // A POST's Idempotency-Key is looked up in the same round trip, in the scope the lookup opens.
       const idempotencyKey = idempotencyKeyOf(c);
-      const found = await db.authenticateApiKey<Principal, IdempotencyLookup>(
-        hash,
-        (row) => ({
-          tenantId: row.tenant_id,
-          userId: row.user_id,
-          email: row.email,
-          role: row.role,
-          via: "api_key" as const,
-          keyId: row.key_id,
-          scopes: row.scopes,
-          requestId: c.get("requestId"),
-        }),
-        {
-          openScope: await bodyInHand(c),
-          charge,
-          requestId: c.get("requestId"),
-          inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
-        },
+      const openScope = local !== "spent" && (await bodyInHand(c));
+      const found = await refusedAs429(limiter, credential, () =>
+        db.authenticateApiKey<Principal, IdempotencyLookup>(
+          hash,
+          (row) => ({
+            tenantId: row.tenant_id,
+            userId: row.user_id,
+            email: row.email,
+            role: row.role,
+            via: "api_key" as const,
+            keyId: row.key_id,
+            scopes: row.scopes,
+            requestId: c.get("requestId"),
+          }),
+          {
+            openScope,
+            charge: local === undefined ? limiter?.chargeFor(weight) : undefined,
+            requestId: c.get("requestId"),
+            inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
+          },
+        ),
       );
       if (!found) throw unauthorized("invalid, revoked or expired API key");
-      ({ scope: tenant, rate } = found);
+      tenant = found.scope;
       if (found.inScope) c.set("idempotencyLookup", found.inScope);
+      rate = settle(limiter, credential, local, tenant.principal.userId, found.lease, weight);
     } else if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!match?.[1]) throw unauthorized("Authorization must be 'Bearer <token>'");
       const identity = await verifyToken(match[1]);
       if (!identity) throw unauthorized("invalid or expired token");
+      const credential = `sub:${identity.subject}`;
+      const local = limiter?.take(credential, weight);
+      const charge = local === undefined ? limiter?.chargeFor(weight) : undefined;
       // The database decides (private.resolve_token_user): by subject, or the
       // first time by a verified e-mail that no other identity holds yet.
-      // A Bearer caller's requests count against its user (in the same statement, committed at once).
-      const count = charge
-        ? ` left join lateral private.rate_hit('user:' || u.user_id::text, ${charge.weight}, ${charge.limit}, ${charge.windowSeconds}) h on true`
-        : "";
-      const [user, ...others] = await db.query<
-        TokenUserRow & { rate_limit?: number; remaining?: number; reset_seconds?: number }
-      >(`select u.*${count ? ", h.*" : ""} from private.resolve_token_user($1, $2, $3, $4) u${count}`, [
-        identity.subject,
-        identity.email ?? null,
-        identity.emailVerified,
-        identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
-      ]);
+      // A lease for the user is taken in the same statement, committed at once.
+      const lease = charge ? ` left join lateral ${leaseCall(charge, { subject: "'user:' || u.user_id::text" })} h on true` : "";
+      const [user, ...others] = await refusedAs429(limiter, credential, () =>
+        db.query<TokenUserRow & Partial<RateGrant>>(
+          `select u.*${lease ? ", h.granted, h.remaining, h.window_ms" : ""} from private.resolve_token_user($1, $2, $3, $4) u${lease}`,
+          [
+            identity.subject,
+            identity.email ?? null,
+            identity.emailVerified,
+            identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
+          ],
+        ),
+      );
       if (!user || others.length > 0) throw unauthorized("token does not belong to a known user");
       tenant = db.scopeFor<Principal>({
         tenantId: user.tenant_id,
@@ -91,8 +104,8 @@ export function authenticate(verifyToken: TokenVerifier) {
         scopes: ["read", "write"],
         requestId: c.get("requestId"),
       });
-      if (user.rate_limit != null)
-        rate = { limit: user.rate_limit, remaining: user.remaining ?? 0, reset: user.reset_seconds ?? 1 };
+      const grant = user.granted == null ? undefined : (user as RateGrant);
+      rate = settle(limiter, credential, local, user.user_id, grant, weight);
     } else {
       throw unauthorized("missing credential: send X-API-Key or Authorization: Bearer");
     }
@@ -112,6 +125,32 @@ export function authenticate(verifyToken: TokenVerifier) {
     // Every answer says what is left; a 429 carries the same fields itself.
     if (rate) for (const [name, value] of Object.entries(rateHeaders(rate))) c.res.headers.set(name, value);
   });
+}
+
+/** The rate state of a request whose credential checked out: from the hits in hand, or the lease just granted. */
+function settle(
+  limiter: RateLimiter | undefined,
+  credential: string,
+  local: RateState | "spent" | undefined,
+  userId: string,
+  lease: RateGrant | undefined,
+  weight: number,
+): RateState | undefined {
+  if (!limiter) return undefined;
+  if (local === "spent") return limiter.spentState(credential);
+  if (lease) return limiter.leased(credential, userId, lease, weight);
+  return local;
+}
+
+/** A lease the database refused (CA429: the user's budget is spent) is a 429, remembered until the window ends. */
+async function refusedAs429<T>(limiter: RateLimiter | undefined, credential: string, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (!limiter || !isPgError(error) || error.code !== RATE_SPENT) throw error;
+    const subject = /^user:(.+)$/.exec(error.hint ?? "")?.[1];
+    throw tooManyRequests(limiter.refused(credential, subject, Number(error.detail) || limiter.windowSeconds));
+  }
 }
 
 /**

@@ -203,11 +203,19 @@ export interface ApiKeyRow {
   scopes: Principal["scopes"];
 }
 
-/** A rate limit to count a request against: `weight` hits of `limit` per `windowSeconds`. */
+/** A rate-limit lease to ask for: `weight` hits for the request, up to `want` in all, of `limit` per `windowSeconds`. */
 export interface RateCharge {
   weight: number;
+  want: number;
   limit: number;
   windowSeconds: number;
+}
+
+/** What private.rate_lease granted: hits, what the shared count has left, milliseconds until the window ends. */
+export interface RateGrant {
+  granted: number;
+  remaining: number;
+  window_ms: number;
 }
 
 /** What is left of the caller's rate limit after this request. */
@@ -218,14 +226,16 @@ export interface RateState {
   reset: number;
 }
 
-interface RateRow {
-  rate_limit: number | null;
-  remaining: number | null;
-  reset_seconds: number | null;
-}
+type GrantRow = { [K in keyof RateGrant]: RateGrant[K] | null };
 
-const rateState = (row: RateRow | undefined): RateState | undefined =>
-  row?.rate_limit == null ? undefined : { limit: row.rate_limit, remaining: row.remaining ?? 0, reset: row.reset_seconds ?? 1 };
+const grantOf = (row: GrantRow | undefined): RateGrant | undefined =>
+  row?.granted == null ? undefined : { granted: row.granted, remaining: row.remaining ?? 0, window_ms: row.window_ms ?? 1 };
+
+/** A lease statement's call, for the user `subject` (SQL) or the key with this hash. */
+export const leaseCall = (charge: RateCharge, of: { subject: string } | { keyHash: Uint8Array }) =>
+  "subject" in of
+    ? `private.rate_lease(${of.subject}, ${charge.weight}, ${charge.want}, ${charge.limit}, ${charge.windowSeconds})`
+    : `private.rate_lease_key('\\x${hex(of.keyHash)}'::bytea, ${charge.weight}, ${charge.want}, ${charge.limit}, ${charge.windowSeconds})`;
 
 const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 
@@ -415,22 +425,21 @@ export class RequestDatabase {
        */
       inScope?: (quote: (value: string) => string) => string;
     },
-  ): Promise<{ scope: TenantScope<P>; rate?: RateState; inScope?: S } | undefined> {
+  ): Promise<{ scope: TenantScope<P>; lease?: RateGrant; inScope?: S } | undefined> {
     const { openScope, charge } = options;
-    // The rate count runs in a statement of its own, committed at once, so
-    // its counter row is never locked for the length of a request.
-    const count = charge
-      ? `private.rate_hit_key('\\x${hex(hash)}'::bytea, ${charge.weight}, ${charge.limit}, ${charge.windowSeconds})`
-      : undefined;
     if (!openScope) {
-      const [row] = await this.query<ApiKeyRow & RateRow>(
-        count
-          ? `select k.*, h.* from private.authenticate_api_key($1) k left join lateral ${count} h on true`
+      const lease = charge ? leaseCall(charge, { subject: "'user:' || k.user_id::text" }) : undefined;
+      const [row] = await this.query<ApiKeyRow & GrantRow>(
+        lease
+          ? `select k.*, h.granted, h.remaining, h.window_ms from private.authenticate_api_key($1) k left join lateral ${lease} h on true`
           : "select * from private.authenticate_api_key($1)",
         [hash],
       );
-      return row && { scope: new TenantScope(this.connection, this.prepare, toPrincipal(row)), rate: rateState(row) };
+      return row && { scope: new TenantScope(this.connection, this.prepare, toPrincipal(row)), lease: grantOf(row) };
     }
+    // The lease runs in a statement of its own, committed at once: it outlives the request, and
+    // its counter row is never locked for the length of one.
+    const lease = charge ? leaseCall(charge, { keyHash: hash }) : undefined;
     const client = await this.connection.connect();
     const requestId = options.requestId === undefined ? "null" : client.escapeLiteral(options.requestId);
     // The claims claimsOf writes, from the key's row.
@@ -443,9 +452,9 @@ export class RequestDatabase {
       // statement per round trip. The function runs (as its owner) before the
       // select list switches the role.
       const results = (await client.query(
-        `${count ? `select * from ${count}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
+        `${lease ? `select * from ${lease}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
          from private.authenticate_api_key('\\x${hex(hash)}'::bytea) k${inScope ? `; ${inScope}` : ""}`,
-      )) as unknown as pg.QueryResult<ApiKeyRow & RateRow>[];
+      )) as unknown as pg.QueryResult<ApiKeyRow & GrantRow>[];
       const row = results[results.length - (inScope ? 2 : 1)]?.rows[0];
       if (!row) {
         await client.query("rollback");
@@ -454,11 +463,18 @@ export class RequestDatabase {
       }
       return {
         scope: new TenantScope(this.connection, this.prepare, toPrincipal(row), client),
-        rate: count ? rateState(results[0]?.rows[0]) : undefined,
+        lease: lease ? grantOf(results[0]?.rows[0]) : undefined,
         inScope: inScope ? (results.at(-1)?.rows[0] as S | undefined) : undefined,
       };
     } catch (error) {
-      this.connection.release(client, true);
+      // A Postgres error (a refused lease, CA429, say) leaves the connection usable once rolled back.
+      const usable =
+        typeof (error as { severity?: unknown }).severity === "string" &&
+        (await client.query("rollback").then(
+          () => true,
+          () => false,
+        ));
+      this.connection.release(client, !usable);
       throw error;
     }
   }

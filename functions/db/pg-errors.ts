@@ -5,6 +5,8 @@ interface PgError {
   code: string;
   constraint?: string;
   column?: string;
+  detail?: string;
+  hint?: string;
   message: string;
 }
 

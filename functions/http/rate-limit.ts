@@ -1,7 +1,10 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import type { RateCharge, RateState } from "../db/database.ts";
+import type { RateCharge, RateGrant, RateState } from "../db/database.ts";
 import { ApiError } from "../errors.ts";
+
+/** The SQLSTATE of a lease refused because the user's budget is spent (sql/migrations/*_rate_leases.sql). */
+export const RATE_SPENT = "CA429";
 
 /** The window of every rate limit: requests are counted per caller per minute. */
 const WINDOW_SECONDS = 60;
@@ -17,12 +20,123 @@ const HEAVY: Array<{ method: string; path: RegExp; weight: number }> = [
   { method: "GET", path: /\/participants\/export\.csv$/, weight: 10 },
 ];
 
-/** The charge of this request against RATE_LIMIT_PER_MINUTE, or none when limits are off (0). */
-export function rateCharge(c: Context<AppEnv>): RateCharge | undefined {
-  const limit = c.get("config").RATE_LIMIT_PER_MINUTE;
-  if (limit === 0) return undefined;
-  const heavy = HEAVY.find((rule) => rule.method === c.req.method && rule.path.test(c.req.path));
-  return { weight: heavy?.weight ?? 1, limit, windowSeconds: WINDOW_SECONDS };
+/** The weight of this request: HEAD costs what GET does (it does the same work). */
+export function rateWeight(c: Context<AppEnv>): number {
+  const method = c.req.method === "HEAD" ? "GET" : c.req.method;
+  return HEAVY.find((rule) => rule.method === method && rule.path.test(c.req.path))?.weight ?? 1;
+}
+
+/** The most hits one lease takes beyond the request at hand. */
+const MOST_AHEAD = 100;
+/** Callers whose leases and credentials a process remembers; the oldest are forgotten beyond this. */
+const MOST_CALLERS = 10_000;
+
+interface Lease {
+  userId: string;
+  /** Hits in hand, leased and not yet spent. */
+  hits: number;
+  /** What the shared count had left after the last lease. */
+  shared: number;
+  /** When the lease's window ends, on this process's clock (performance.now()). */
+  ends: number;
+  /** The shared count had nothing left for the last request: refused until the window ends. */
+  spent: boolean;
+}
+
+/**
+ * Rate limits per person (a user's keys and tokens share one budget), kept
+ * in the database across every process and isolate but not written on every
+ * request: each process leases hits from the user's shared count in batches
+ * (private.rate_lease, sql/migrations/*_rate_leases.sql) and spends them
+ * locally. Leases are taken only from what is left, so all processes together
+ * never admit more than the limit in a window (no overshoot); a process may
+ * hold a few leased hits unspent when another is refused (at most an eighth
+ * of what was left when it leased, and never more than MOST_AHEAD + 1).
+ *
+ * One per app (a server process, an Edge isolate). Keyed by credential (an
+ * API key's hash, a token's subject) to find the user before the database
+ * answers; the database still checks the credential on every request.
+ */
+export class RateLimiter {
+  readonly #leases = new Map<string, Lease>();
+  /** The user each credential last belonged to. */
+  readonly #users = new Map<string, string>();
+
+  constructor(
+    readonly limit: number,
+    readonly windowSeconds = WINDOW_SECONDS,
+  ) {}
+
+  /**
+   * Takes `weight` hits from the lease in hand for this credential's user:
+   * the state to answer with, "spent" when the user has none left until the
+   * window ends, or undefined when a lease must be asked for (chargeFor).
+   */
+  take(credential: string, weight: number): RateState | "spent" | undefined {
+    const userId = this.#users.get(credential);
+    const lease = userId === undefined ? undefined : this.#leases.get(userId);
+    const now = performance.now();
+    if (!lease || now >= lease.ends) return undefined;
+    if (lease.spent) return "spent";
+    if (lease.hits < weight) return undefined;
+    lease.hits -= weight;
+    return this.#state(lease, now);
+  }
+
+  /** What to ask the database for: this request's weight and a batch ahead. */
+  chargeFor(weight: number): RateCharge {
+    return { weight, want: weight + Math.min(MOST_AHEAD, this.limit), limit: this.limit, windowSeconds: this.windowSeconds };
+  }
+
+  /** What the database leased to this credential's user; the request's own weight is spent from it. */
+  leased(credential: string, userId: string, granted: RateGrant, weight: number): RateState {
+    this.#remember(credential, userId);
+    const now = performance.now();
+    const lease = this.#leases.get(userId);
+    const ends = now + granted.window_ms;
+    // Hits left from an earlier lease of the same window stay in hand.
+    const carried = lease && !lease.spent && now < lease.ends ? lease.hits : 0;
+    const next: Lease = { userId, hits: carried + granted.granted - weight, shared: granted.remaining, ends, spent: false };
+    this.#leases.delete(userId);
+    this.#leases.set(userId, next);
+    this.#forgetOldest(this.#leases);
+    return this.#state(next, now);
+  }
+
+  /** The database refused a lease: nothing left for this user until the window ends, in `resetSeconds`. */
+  refused(credential: string, userId: string | undefined, resetSeconds: number): RateState {
+    const user = userId ?? this.#users.get(credential);
+    if (user !== undefined) {
+      this.#remember(credential, user);
+      this.#leases.set(user, { userId: user, hits: 0, shared: 0, ends: performance.now() + resetSeconds * 1000, spent: true });
+      this.#forgetOldest(this.#leases);
+    }
+    return { limit: this.limit, remaining: -1, reset: resetSeconds };
+  }
+
+  /** The state of a user known to be spent (take gave "spent"). */
+  spentState(credential: string): RateState {
+    const lease = this.#leases.get(this.#users.get(credential) ?? "");
+    const reset = lease ? Math.max(1, Math.ceil((lease.ends - performance.now()) / 1000)) : this.windowSeconds;
+    return { limit: this.limit, remaining: -1, reset };
+  }
+
+  #state(lease: Lease, now: number): RateState {
+    return { limit: this.limit, remaining: lease.shared + lease.hits, reset: Math.max(1, Math.ceil((lease.ends - now) / 1000)) };
+  }
+
+  #remember(credential: string, userId: string) {
+    if (this.#users.get(credential) === userId) return;
+    this.#users.delete(credential);
+    this.#users.set(credential, userId);
+    this.#forgetOldest(this.#users);
+  }
+
+  #forgetOldest(map: Map<string, unknown>) {
+    if (map.size <= MOST_CALLERS) return;
+    const oldest = map.keys().next().value;
+    if (oldest !== undefined) map.delete(oldest);
+  }
 }
 
 /**
