@@ -18,6 +18,10 @@ export interface InstanceFixture {
   id: string;
   subgroupId: string;
   roomId: string;
+  /** The subgroup's supergroup and the room's block and number, for peers that do not fill them in. */
+  supergroupId: string;
+  blockId: string;
+  roomNumber: string;
 }
 
 export interface TenantFixture {
@@ -36,10 +40,13 @@ export async function loadFixtures(databaseUrl: string, seed: SeedFile): Promise
     const tenants: TenantFixture[] = [];
     for (const tenant of seed.tenants) {
       const instances = await client.query<InstanceFixture>(
-        `select i.id,
-           (select s.id from public.subgroups s where s.instance_id = i.id and s.deleted_at is null limit 1) as "subgroupId",
-           (select r.id from public.rooms r where r.instance_id = i.id and r.deleted_at is null limit 1) as "roomId"
+        `select i.id, s.id as "subgroupId", s.parent_supergroup_id as "supergroupId",
+                r.id as "roomId", r.block_id as "blockId", r.room_number as "roomNumber"
          from public.instances i
+         left join lateral (select id, parent_supergroup_id from public.subgroups
+                            where instance_id = i.id and deleted_at is null limit 1) s on true
+         left join lateral (select id, block_id, room_number from public.rooms
+                            where instance_id = i.id and deleted_at is null limit 1) r on true
          where i.tenant_id = $1 and i.deleted_at is null and i.status <> 'archived'`,
         [tenant.id],
       );

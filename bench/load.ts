@@ -1,45 +1,50 @@
 import { execFileSync } from "node:child_process";
-import { mkdir, writeFile } from "node:fs/promises";
-import { cpus, loadavg } from "node:os";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import pg from "pg";
 import { say } from "../node/runtime.ts";
-import { runApi, sendOne } from "./api.ts";
-import { runBest } from "./best.ts";
-import { cpuPerRequest, sampleCpu } from "./cpu.ts";
+import { installConventionsOff } from "./conventions-off.ts";
 import {
   countParticipants,
   createSeeded,
   databaseName,
   dropDatabase,
   removeBenchWrites,
-  scaleDatabase,
   sibling,
   vacuumParticipants,
 } from "./databases.ts";
 import { loadFixtures } from "./fixtures.ts";
-import { compile, runRaw } from "./raw.ts";
-import { type RunResult, renderTable, type ScaleResult, type ScenarioResult, TARGETS } from "./report.ts";
+import { type Contest, type Measured, type PeersRun, renderPeers } from "./peers-report.ts";
 import { SCENARIOS, type Scenario, type Vars, varsSource, WRITE_PREFIX } from "./scenarios.ts";
-import { RESULTS_DIR, readSeedFile, type SeedFile } from "./seed-file.ts";
+import { RESULTS_DIR, readSeedFile } from "./seed-file.ts";
 import { BenchServer } from "./server-process.ts";
-import { encodeVars, FLOOR_VARS_HEADER } from "./server-protocol.ts";
+import { loadSide, type Round, type SideName } from "./sides.ts";
+import { Latencies } from "./stats.ts";
 
 /**
- * npm run bench [-- --duration 20 --connections 32 --scenarios list,get,write --skip-scale --smoke
- *                  --out DIR --profile DIR]
- * Load against the Node server on DATABASE_URL's (seeded) database, the Node
- * floor and the raw baseline of the same statements, and the per-instance list at 10,000 vs
- * 1,000,000 participants. See bench/README.md.
+ * npm run bench [-- --duration 10 --rounds 2 --connections 32 --scenarios get,list,write
+ *                  --skip-conventions --compare <commit> --smoke --out DIR --profile DIR]
+ *
+ * Side by side, in alternating rounds, on DATABASE_URL's seeded database, with
+ * the same role, RLS and data: the API, the hand-written node:http + pg server
+ * and PostGraphile 4, for a get, a list and a single create; then each of the
+ * API's per-request conventions on and off; with --compare, this checkout's
+ * API against another commit's. Every target is printed met or NOT MET. See
+ * bench/README.md. The replay of the API's own statements (floor, raw, best)
+ * is `npm run bench:diagnosis`.
  */
 const { values: args } = parseArgs({
   options: {
     duration: { type: "string" },
-    connections: { type: "string", default: "32" },
+    rounds: { type: "string" },
     warmup: { type: "string" },
+    connections: { type: "string", default: "32" },
     scenarios: { type: "string", default: SCENARIOS.map((s) => s.name).join(",") },
-    "skip-scale": { type: "boolean", default: false },
+    "skip-conventions": { type: "boolean", default: false },
+    "skip-peers": { type: "boolean", default: false },
+    compare: { type: "string" },
     smoke: { type: "boolean", default: false },
     profile: { type: "string" },
     out: { type: "string", default: RESULTS_DIR },
@@ -47,132 +52,112 @@ const { values: args } = parseArgs({
 });
 
 const smoke = args.smoke ?? false;
-const seconds = Number(args.duration ?? (smoke ? 0.5 : 20));
-const warmup = Number(args.warmup ?? (smoke ? 0 : 3));
+const seconds = Number(args.duration ?? (smoke ? 0.5 : 10));
+const rounds = Number(args.rounds ?? (smoke ? 1 : 2));
+const warmup = Number(args.warmup ?? (smoke ? 0 : 2));
 const connections = smoke ? 4 : Number(args.connections);
 const poolSize = Number(process.env.DB_POOL_SIZE || 10);
-const SCALES = [10_000, 1_000_000];
+const scenarios = SCENARIOS.filter((s) => args.scenarios?.split(",").includes(s.name));
+
+function git(...argv: string[]): string {
+  return execFileSync("git", argv, { encoding: "utf8" }).trim();
+}
 
 function commit(): string {
   try {
-    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { encoding: "utf8" }).trim();
-    return dirty ? `${head}+changes` : head;
+    const dirty = git("status", "--porcelain", "--untracked-files=no");
+    return dirty ? `${git("rev-parse", "--short", "HEAD")}+changes` : git("rev-parse", "--short", "HEAD");
   } catch {
     return "unknown";
   }
 }
 
-interface Harness {
+/** A contestant: a running server and how to ask it (which side's requests, with which extra headers). */
+interface Entrant {
+  label: string;
   server: BenchServer;
-  floor: BenchServer;
-  /** The raw baseline's pool, sized like the server's. */
-  pool: pg.Pool;
-  url: string;
-  vars: () => Vars;
+  side: SideName;
+  headers?: () => Record<string, string>;
 }
 
 /**
- * One scenario: capture one request's statements, load the API, then the
- * floor (a bare node:http server replaying the statements), then replay the
- * statements raw.
+ * Loads each entrant with the scenario in `rounds` alternating rounds (the
+ * order turned each round), so that a machine that drifts slows all alike;
+ * the figures of one entrant are its rounds together.
  */
-async function measureScenario(h: Harness, scenario: Scenario): Promise<ScenarioResult> {
-  say(`${scenario.name}: API ${seconds} s…`);
-  const run = { url: h.server.url, scenario, vars: h.vars, connections };
-  if (warmup > 0) await runApi({ ...run, seconds: warmup });
-  // Captured with the server quiet: a request waiting for a pooled client
-  // would otherwise run on in the context of the request that released it.
-  await h.server.settleQueryCount();
-  // The same request once more just before: the pool hands the captured one
-  // the connection this one used last, where its statements are prepared, as
-  // they are on every connection under load.
-  await sendOne(h.server.url, scenario, h.vars());
-  const first = h.vars();
-  const statements = await h.server.capture(() => sendOne(h.server.url, scenario, first));
-  await h.server.settleQueryCount();
-  const apiCpu = await sampleCpu(h.url, h.server.pid);
-  const api = await runApi({ ...run, seconds });
-  const underLoad = (await h.server.settleQueryCount()) / Math.max(1, api.sent);
-  const apiCpuPerRequest = await cpuPerRequest(h.url, apiCpu, h.server.pid, api.requests);
-
-  say(`${scenario.name}: floor ${seconds} s…`);
-  const templates = compile(statements, first);
-  await h.floor.serve(templates, scenario.status);
-  const floorRun = { ...run, url: h.floor.url, headers: (v: Vars) => ({ [FLOOR_VARS_HEADER]: encodeVars(v) }) };
-  if (warmup > 0) await runApi({ ...floorRun, seconds: warmup });
-  const floorCpu = await sampleCpu(h.url, h.floor.pid);
-  const floor = await runApi({ ...floorRun, seconds });
-  const floorCpuPerRequest = await cpuPerRequest(h.url, floorCpu, h.floor.pid, floor.requests);
-
-  say(`${scenario.name}: raw ${seconds} s…`);
-  const replay = { pool: h.pool, templates, vars: h.vars, connections };
-  if (warmup > 0) await runRaw({ ...replay, seconds: warmup });
-  const rawCpu = await sampleCpu(h.url, undefined);
-  const raw = await runRaw({ ...replay, seconds });
-  const rawCpuPerRequest = await cpuPerRequest(h.url, rawCpu, undefined, raw.requests);
-
-  say(`${scenario.name}: best ${seconds} s…`);
-  if (warmup > 0) await runBest({ ...replay, seconds: warmup });
-  const bestCpu = await sampleCpu(h.url, undefined);
-  const best = await runBest({ ...replay, seconds });
-  const bestCpuPerRequest = await cpuPerRequest(h.url, bestCpu, undefined, best.requests);
-  return {
-    name: scenario.name,
-    title: scenario.title,
-    api: { ...api, round_trips: statements.length, round_trips_under_load: underLoad, cpu: apiCpuPerRequest },
-    floor: { ...floor, round_trips: statements.length, cpu: floorCpuPerRequest },
-    raw: { ...raw, round_trips: statements.length, cpu: rawCpuPerRequest },
-    best: { ...best, round_trips: 1, cpu: bestCpuPerRequest },
-    ratio: api.rps / raw.rps,
-    target_ratio: TARGETS[scenario.name],
-    statements: statements.map((s) => s.text.replace(/\s+/g, " ")),
-    load_average: loadavg(),
-  };
+async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]): Promise<Measured[]> {
+  const totals = entrants.map(() => ({ ok: 0, errors: 0, seconds: 0, latencies: new Latencies(), firstError: "" }));
+  for (const entrant of entrants) {
+    if (warmup > 0) await loadSide({ ...ask(entrant, scenario, vars), seconds: warmup });
+  }
+  for (let round = 0; round < rounds; round++) {
+    for (let i = 0; i < entrants.length; i++) {
+      const n = (i + round) % entrants.length;
+      const entrant = entrants[n] as Entrant;
+      say(`${scenario.name}: ${entrant.label}, round ${round + 1}/${rounds}, ${seconds} s…`);
+      const r: Round = await loadSide({ ...ask(entrant, scenario, vars), seconds });
+      const total = totals[n] as (typeof totals)[number];
+      total.ok += r.ok;
+      total.errors += r.errors;
+      total.seconds += r.seconds;
+      total.latencies.merge(r.latencies);
+      total.firstError ||= r.firstError ?? "";
+    }
+  }
+  return entrants.map((entrant, n) => {
+    const t = totals[n] as (typeof totals)[number];
+    return {
+      label: entrant.label,
+      requests: t.ok,
+      errors: t.errors,
+      rps: t.ok / Math.max(t.seconds, 1e-9),
+      p50_ms: t.latencies.percentileMs(50),
+      p99_ms: t.latencies.percentileMs(99),
+      ...(t.firstError ? { first_error: t.firstError } : {}),
+    };
+  });
 }
 
-/** API and raw figures for each scenario on one database. */
-async function measure(url: string, seed: SeedFile, runTag: string): Promise<ScenarioResult[]> {
-  await vacuumParticipants(url);
-  const vars = varsSource(await loadFixtures(url, seed), runTag);
-  const server = await BenchServer.start(url, poolSize, { profileDir: args.profile });
-  const floor = await BenchServer.start(url, poolSize, { script: "floor-server.ts" });
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  pool.on("error", () => {});
-  const results: ScenarioResult[] = [];
+const ask = (entrant: Entrant, scenario: Scenario, vars: () => Vars) => ({
+  url: entrant.server.url,
+  side: entrant.side,
+  scenario,
+  vars,
+  connections,
+  headers: entrant.headers,
+});
+
+/** The API with its conventions, switched off one at a time by its settings or by the bench server (conventions-off.ts). */
+const CONVENTIONS: Array<{ name: string; env: Record<string, string>; scenarios: Scenario["name"][] }> = [
+  { name: "rate limits", env: { RATE_LIMIT_PER_MINUTE: "0" }, scenarios: ["get", "list"] },
+  { name: "request log", env: { LOG_LEVEL: "warning" }, scenarios: ["get", "list"] },
+  { name: "ETag", env: { BENCH_WITHOUT: "etag" }, scenarios: ["get"] },
+  { name: "key last_used_at", env: { BENCH_WITHOUT: "last_used_at" }, scenarios: ["get", "list"] },
+];
+
+async function withServers<T>(starts: Array<() => Promise<BenchServer>>, work: (servers: BenchServer[]) => Promise<T>) {
+  const servers: BenchServer[] = [];
   try {
-    for (const scenario of SCENARIOS.filter((s) => args.scenarios?.split(",").includes(s.name))) {
-      results.push(await measureScenario({ server, floor, pool, url, vars }, scenario));
-    }
+    for (const start of starts) servers.push(await start());
+    return await work(servers);
   } finally {
-    await pool.end();
-    await floor.stop();
-    await server.stop();
-    await removeBenchWrites(url, WRITE_PREFIX);
+    for (const server of servers) await server.stop();
   }
-  return results;
 }
 
-/** The list scenario alone, on databases of two sizes. */
-async function measureScale(serverUrl: string, runTag: string): Promise<ScaleResult[]> {
-  const list = SCENARIOS.find((s) => s.name === "list");
-  if (!list) return [];
-  const results: ScaleResult[] = [];
-  for (const participants of SCALES) {
-    const url = await scaleDatabase(serverUrl, participants, say);
-    const seed = (await readSeedFile(url)) as SeedFile;
-    const vars = varsSource(await loadFixtures(url, seed), runTag);
-    const server = await BenchServer.start(url, poolSize);
-    try {
-      say(`scale ${participants.toLocaleString("en")}: list ${seconds} s…`);
-      const run = { url: server.url, scenario: list, vars, connections };
-      if (warmup > 0) await runApi({ ...run, seconds: warmup });
-      results.push({ participants, database: databaseName(url), list: await runApi({ ...run, seconds }) });
-    } finally {
-      await server.stop();
-    }
-  }
-  return results;
+/** A checkout of `ref` beside this one, sharing its node_modules, removed afterwards. */
+async function checkout(ref: string): Promise<{ root: string; commit: string; remove: () => Promise<void> }> {
+  const root = await mkdtemp(join(tmpdir(), "camp-bench-compare-"));
+  git("worktree", "add", "--detach", root, ref);
+  await symlink(join(process.cwd(), "node_modules"), join(root, "node_modules"));
+  return {
+    root,
+    commit: git("-C", root, "rev-parse", "--short", "HEAD"),
+    remove: async () => {
+      git("worktree", "remove", "--force", root);
+      await rm(root, { recursive: true, force: true });
+    },
+  };
 }
 
 async function main() {
@@ -180,51 +165,126 @@ async function main() {
   if (!serverUrl) throw new Error("set DATABASE_URL (a scratch database; `npm run bench:seed` fills it)");
   const runTag = Date.now().toString(36);
   let url = serverUrl;
-  let seed = await readSeedFile(url);
   if (smoke) {
-    url = (await createSeededSmoke(serverUrl, runTag)).url;
-    seed = await readSeedFile(url);
-  } else if (!seed) {
-    throw new Error(`no seed file for ${databaseName(url)}: run \`npm run bench:seed\` with the same DATABASE_URL first`);
+    const name = `${databaseName(serverUrl)}_bench_smoke_${runTag}`;
+    await createSeeded(serverUrl, name, { tenants: 1, instancesPerTenant: 2, participantsPerInstance: 20, staffPerTenant: 1 });
+    url = sibling(serverUrl, name);
   }
-  const result: RunResult = {
+  const seed = await readSeedFile(url);
+  if (!seed)
+    throw new Error(`no seed file for ${databaseName(url)}: run \`npm run bench:seed\` with the same DATABASE_URL first`);
+  const run: PeersRun = {
     date: new Date().toISOString(),
     commit: commit(),
     smoke,
     cpus: cpus().length,
     connections,
     seconds,
+    rounds,
     pool_size: poolSize,
     database_participants: await countParticipants(url),
     load_average_before: loadavg(),
     load_average_after: [],
-    scenarios: [],
-    scale: [],
+    peers: [],
+    conventions: [],
+    compare: [],
   };
+  const api =
+    (env: Record<string, string> = {}) =>
+    () =>
+      BenchServer.start(url, poolSize, { env, ...(args.profile ? { profileDir: args.profile } : {}) });
   try {
-    result.scenarios = await measure(url, seed as SeedFile, runTag);
+    await vacuumParticipants(url);
+    await installConventionsOff(url);
+    const vars = varsSource(await loadFixtures(url, seed), runTag);
+
+    if (!args["skip-peers"]) {
+      await withServers(
+        [
+          api(),
+          () => BenchServer.start(url, poolSize, { script: "hand-server.ts" }),
+          () => BenchServer.start(url, poolSize, { script: "postgraphile-server.ts" }),
+        ],
+        async ([apiServer, hand, postgraphile]) => {
+          for (const scenario of scenarios) {
+            const measured = await contest(scenario, vars, [
+              { label: "API", server: apiServer as BenchServer, side: "api" },
+              { label: "hand-written", server: hand as BenchServer, side: "hand" },
+              { label: "PostGraphile", server: postgraphile as BenchServer, side: "postgraphile" },
+            ]);
+            run.peers.push({ scenario: scenario.name, title: scenario.title, load_average: loadavg(), sides: measured });
+          }
+        },
+      );
+    }
+
+    if (!args["skip-conventions"]) {
+      const writes = scenarios.find((s) => s.name === "write");
+      for (const convention of CONVENTIONS) {
+        await withServers([api(), api(convention.env)], async ([on, off]) => {
+          for (const scenario of scenarios.filter((s) => convention.scenarios.includes(s.name))) {
+            const measured = await contest(scenario, vars, [
+              { label: "on", server: on as BenchServer, side: "api" },
+              { label: "off", server: off as BenchServer, side: "api" },
+            ]);
+            run.conventions.push(contest2(convention.name, scenario.name, measured));
+          }
+        });
+      }
+      if (writes) {
+        // The idempotency lookup exists only on POSTs: a create with a key against one without.
+        await withServers([api()], async ([server]) => {
+          const measured = await contest(writes, vars, [
+            {
+              label: "on",
+              server: server as BenchServer,
+              side: "api",
+              headers: () => ({ "idempotency-key": randomBytes(12).toString("hex") }),
+            },
+            { label: "off", server: server as BenchServer, side: "api" },
+          ]);
+          run.conventions.push(contest2("idempotency lookup", "write", measured));
+        });
+      }
+    }
+
+    if (args.compare) {
+      const other = await checkout(args.compare);
+      try {
+        const start = (root?: string) => () =>
+          BenchServer.start(url, poolSize, { script: "node/server.ts", ...(root ? { root } : {}) });
+        await withServers([start(), start(other.root)], async ([mine, theirs]) => {
+          for (const scenario of scenarios) {
+            const measured = await contest(scenario, vars, [
+              { label: run.commit, server: mine as BenchServer, side: "api" },
+              { label: other.commit, server: theirs as BenchServer, side: "api" },
+            ]);
+            run.compare.push({ scenario: scenario.name, load_average: loadavg(), sides: measured });
+          }
+        });
+      } finally {
+        await other.remove();
+      }
+    }
   } finally {
+    await removeBenchWrites(url, WRITE_PREFIX).catch(() => {});
     if (smoke) await dropDatabase(serverUrl, databaseName(url));
   }
-  if (!smoke && !args["skip-scale"]) {
-    result.scale = await measureScale(serverUrl, runTag);
-    const [small, large] = [result.scale[0], result.scale.at(-1)];
-    if (small && large && small !== large) result.scale_ratio = large.list.p50_ms / small.list.p50_ms;
-  }
-  result.load_average_after = loadavg();
-  process.stdout.write(`\n${renderTable(result)}\n`);
+  run.load_average_after = loadavg();
+  process.stdout.write(`\n${renderPeers(run)}\n`);
   await mkdir(args.out as string, { recursive: true });
-  const file = join(args.out as string, `${result.date.replace(/[:.]/g, "-")}${smoke ? "-smoke" : ""}.json`);
-  await writeFile(file, `${JSON.stringify(result, null, 2)}\n`);
+  const file = join(args.out as string, `${run.date.replace(/[:.]/g, "-")}-peers${smoke ? "-smoke" : ""}.json`);
+  await writeFile(file, `${JSON.stringify(run, null, 2)}\n`);
   say(`figures written to ${file}`);
 }
 
-/** A tiny database of its own for --smoke, dropped afterwards. */
-async function createSeededSmoke(serverUrl: string, runTag: string) {
-  const name = `${databaseName(serverUrl)}_bench_smoke_${runTag}`;
-  await createSeeded(serverUrl, name, { tenants: 1, instancesPerTenant: 2, participantsPerInstance: 20, staffPerTenant: 1 });
-  return { url: sibling(serverUrl, name) };
-}
+const contest2 = (convention: string, scenario: string, [on, off]: Measured[]): Contest => ({
+  convention,
+  scenario,
+  load_average: loadavg(),
+  on: on as Measured,
+  off: off as Measured,
+});
 
 main().then(
   () => process.exit(0),

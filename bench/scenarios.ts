@@ -15,6 +15,9 @@ export interface Vars {
   participantId: string;
   subgroupId: string;
   roomId: string;
+  supergroupId: string;
+  blockId: string;
+  roomNumber: string;
   /** The participant user_id a write creates: distinct on every write. */
   writeUserId: string;
 }
@@ -68,7 +71,7 @@ export const SCENARIOS: Scenario[] = [
         instance_id: v.instanceId,
         first_name: "Bench",
         surname: "Writer",
-        gender: "female",
+        gender: "Female",
         date_of_birth: "2012-05-17",
         school_year: "Year 9",
         unit_name: "1st Ambleside",
@@ -100,6 +103,9 @@ export function varsSource(tenants: TenantFixture[], runTag: string): () => Vars
       participantId: pick(tenant.participants),
       subgroupId: instance.subgroupId,
       roomId: instance.roomId,
+      supergroupId: instance.supergroupId,
+      blockId: instance.blockId,
+      roomNumber: instance.roomNumber,
       writeUserId: `${WRITE_PREFIX}${runTag}-${writes++}`,
     };
   };

@@ -36,17 +36,27 @@ export class BenchServer {
   static async start(
     databaseUrl: string,
     poolSize: number,
-    options: { script?: "server.ts" | "floor-server.ts"; profileDir?: string } = {},
+    options: {
+      /** A script under bench/ (the instrumented API by default), or `node/server.ts` of `root`. */
+      script?: "server.ts" | "floor-server.ts" | "hand-server.ts" | "postgraphile-server.ts" | "node/server.ts";
+      profileDir?: string;
+      /** Another checkout to run (bench --compare); this one by default. */
+      root?: string;
+      env?: Record<string, string>;
+    } = {},
   ): Promise<BenchServer> {
     const port = await freePort();
+    const root = options.root ?? ROOT;
+    const script = options.script ?? "server.ts";
     const profile = options.profileDir ? ["--cpu-prof", "--cpu-prof-dir", options.profileDir] : [];
-    const child = fork(`${ROOT}bench/${options.script ?? "server.ts"}`, [], {
-      cwd: ROOT,
+    const child = fork(`${root}/${script.includes("/") ? script : `bench/${script}`}`, [], {
+      cwd: root,
       execArgv: ["--import", "tsx", ...profile],
       // Limits counted as in production, but never reached: the load is one client per key.
       env: {
         RATE_LIMIT_PER_MINUTE: "1000000",
         ...process.env,
+        ...options.env,
         DATABASE_URL: databaseUrl,
         PORT: String(port),
         DB_POOL_SIZE: String(poolSize),

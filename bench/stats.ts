@@ -12,6 +12,11 @@ export class Latencies {
     this.histogram.recordValue(Math.max(1, Math.round(ms * 1000)));
   }
 
+  /** Adds another's recorded latencies to this one's. */
+  merge(other: Latencies): void {
+    this.histogram.add(other.histogram);
+  }
+
   /** The percentile in milliseconds. */
   percentileMs(p: number): number {
     return this.histogram.getValueAtPercentile(p) / 1000;

@@ -12,12 +12,49 @@ afterAll(async () => {
   if (out) await rm(out, { recursive: true, force: true });
 });
 
-describe("npm run bench -- --smoke", () => {
+describe("npm run bench -- --smoke and npm run bench:diagnosis -- --smoke", () => {
+  it("seeds a scratch database, loads the API, the hand-written server and PostGraphile, each convention on and off, and prints every target", {
+    timeout: 240_000,
+  }, async () => {
+    const peersOut = await mkdtemp(join(tmpdir(), "camp-bench-peers-"));
+    try {
+      const smoke = await run(
+        TSX,
+        ["bench/load.ts", "--smoke", "--out", peersOut],
+        { ...process.env, DATABASE_URL: t().url },
+        230_000,
+      );
+      expect(smoke.code, smoke.stderr).toBe(0);
+      expect(smoke.stdout).toMatch(/targets \(issue 28/);
+      const files = await readdir(peersOut);
+      expect(files).toHaveLength(1);
+      const result = JSON.parse(await readFile(join(peersOut, files[0] as string), "utf8"));
+      expect(result.peers.map((s: { scenario: string }) => s.scenario)).toEqual(["list", "get", "write"]);
+      for (const scenario of result.peers) {
+        expect(scenario.sides.map((s: { label: string }) => s.label)).toEqual(["API", "hand-written", "PostGraphile"]);
+        for (const side of scenario.sides) {
+          expect(side.requests, side.label).toBeGreaterThan(0);
+          expect(side.errors, `${side.label}: ${side.first_error}`).toBe(0);
+        }
+      }
+      expect(result.conventions.map((c: { convention: string }) => c.convention)).toEqual(
+        expect.arrayContaining(["rate limits", "request log", "ETag", "key last_used_at", "idempotency lookup"]),
+      );
+    } finally {
+      await rm(peersOut, { recursive: true, force: true });
+    }
+  });
+
   it("seeds a scratch database, loads the API, the Node floor and both baselines, and writes the figures", {
     timeout: 180_000,
   }, async () => {
     out = await mkdtemp(join(tmpdir(), "camp-bench-smoke-"));
-    const smoke = await run(TSX, ["bench/load.ts", "--smoke", "--out", out], { ...process.env, DATABASE_URL: t().url }, 170_000);
+    const smoke = await run(
+      TSX,
+      ["bench/diagnosis.ts", "--smoke", "--out", out],
+      { ...process.env, DATABASE_URL: t().url },
+      170_000,
+    );
     expect(smoke.code, smoke.stderr).toBe(0);
     expect(smoke.stdout).toContain("API/raw");
     expect(smoke.stdout).toMatch(/targets \(issue 19/);

@@ -12,9 +12,9 @@
 -- the budget runs out (an eighth of what is left), so little can be held
 -- unspent near the end. See docs/architecture.md, "Rate limits".
 
-drop function private.rate_hit_key(bytea, int, int, int);
-drop function private.rate_hit(text, int, int, int);
-
+-- private.rate_hit and private.rate_hit_key stay for the servers of the
+-- previous release while a rolling deploy replaces them (they count per key,
+-- in rows of their own subjects, key:<id>); a later migration drops them.
 comment on table private.rate_counters is
   'Hits leased per caller (user:<user id>) per rate-limit window. Old windows are deleted by private.rate_lease now and then.';
 

@@ -1,0 +1,65 @@
+import pg from "pg";
+
+/**
+ * Conventions the API has no setting for, switched off in the bench server
+ * alone (BENCH_WITHOUT=last_used_at,etag) by rewriting the statements it
+ * sends, so that each convention's cost is measured with it on and off in one
+ * run. Rate limits (RATE_LIMIT_PER_MINUTE=0) and the request log
+ * (LOG_LEVEL=warning) have real settings; the idempotency lookup is measured
+ * as a create with and without an Idempotency-Key.
+ */
+
+export const OFF_SCHEMA = "bench_off";
+
+/** The key lookup without its record of use: private.authenticate_api_key less the last_used_at update. */
+export async function installConventionsOff(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(`create schema if not exists ${OFF_SCHEMA}`);
+    await client.query(`grant usage on schema ${OFF_SCHEMA} to camp_api`);
+    await client.query(`
+      create or replace function ${OFF_SCHEMA}.authenticate_api_key(p_key_hash bytea)
+        returns table (key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
+        language sql stable security definer set search_path = ''
+      as $$
+        select k.id, k.tenant_id, k.user_id, u.email, u.role, k.scopes
+        from public.api_keys k join public.users u on u.id = k.user_id
+        where k.key_hash = p_key_hash and k.revoked_at is null
+          and (k.expires_at is null or k.expires_at > now()) and u.active
+      $$`);
+  } finally {
+    await client.end();
+  }
+}
+
+const REWRITES: Record<string, [RegExp, string]> = {
+  last_used_at: [/private\.authenticate_api_key\(/g, `${OFF_SCHEMA}.authenticate_api_key(`],
+  etag: [/p\.xmin::text as version/g, "'0'::text as version"],
+};
+
+/** A function rewriting a pg query config for the conventions named in `without`, or undefined. */
+export function offRewriter(without: string | undefined): ((config: unknown) => unknown) | undefined {
+  const rules = (without ?? "")
+    .split(",")
+    .filter(Boolean)
+    .map((name) => {
+      const rule = REWRITES[name];
+      if (!rule) throw new Error(`BENCH_WITHOUT: unknown convention ${name}`);
+      return rule;
+    });
+  if (rules.length === 0) return undefined;
+  const apply = (text: string) => rules.reduce((t, [pattern, by]) => t.replace(pattern, by), text);
+  return (config) => {
+    if (typeof config === "string") return apply(config);
+    if (config instanceof pg.Query) {
+      const query = config as unknown as { text: string };
+      query.text = apply(query.text);
+      return config;
+    }
+    if (config && typeof (config as { text?: unknown }).text === "string") {
+      return { ...(config as object), text: apply((config as { text: string }).text) };
+    }
+    return config;
+  };
+}

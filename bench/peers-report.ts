@@ -1,0 +1,146 @@
+/** The figures of `npm run bench` (bench/load.ts), as printed and as written to bench/results/<timestamp>-peers.json. */
+
+export interface Measured {
+  label: string;
+  /** Successful answers (200, 201 for the API's create; GraphQL answers without `errors`). */
+  requests: number;
+  /** Any other status, GraphQL `errors`, socket errors and timeouts. */
+  errors: number;
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  first_error?: string;
+}
+
+export interface PeerScenario {
+  scenario: string;
+  title: string;
+  load_average: number[];
+  /** API, hand-written, PostGraphile, in that order. */
+  sides: Measured[];
+}
+
+/** One convention's cost: the API with it (on) and without it (off), side by side. */
+export interface Contest {
+  convention: string;
+  scenario: string;
+  load_average: number[];
+  on: Measured;
+  off: Measured;
+}
+
+export interface PeersRun {
+  date: string;
+  commit: string;
+  smoke: boolean;
+  cpus: number;
+  connections: number;
+  seconds: number;
+  rounds: number;
+  pool_size: number;
+  database_participants: number;
+  load_average_before: number[];
+  load_average_after: number[];
+  peers: PeerScenario[];
+  conventions: Contest[];
+  compare: Array<{ scenario: string; load_average: number[]; sides: Measured[] }>;
+}
+
+/** Issue 28's targets: the API's throughput over each peer's, per scenario, and each convention's cost. */
+export const PEER_TARGETS: Record<string, { postgraphile: number; hand?: number }> = {
+  get: { postgraphile: 1.5, hand: 0.8 },
+  list: { postgraphile: 2.5, hand: 1.2 },
+  write: { postgraphile: 1.5 },
+};
+/** The most a convention may take of the API's throughput (1 − on/off). */
+export const CONVENTION_BUDGET = 0.05;
+
+export interface Verdict {
+  target: string;
+  measured: string;
+  met: boolean;
+}
+
+export function verdicts(run: PeersRun): Verdict[] {
+  const out: Verdict[] = [];
+  for (const s of run.peers) {
+    const [api, hand, postgraphile] = s.sides as [Measured, Measured, Measured];
+    const target = PEER_TARGETS[s.scenario];
+    if (!target) continue;
+    const overPg = api.rps / postgraphile.rps;
+    out.push({
+      target: `${s.scenario}: API ≥ ${target.postgraphile} × PostGraphile`,
+      measured: `${overPg.toFixed(2)} ×`,
+      met: overPg >= target.postgraphile,
+    });
+    if (target.hand !== undefined) {
+      const overHand = api.rps / hand.rps;
+      out.push({
+        target: `${s.scenario}: API ≥ ${target.hand} × hand-written`,
+        measured: `${overHand.toFixed(2)} ×`,
+        met: overHand >= target.hand,
+      });
+    }
+    const errors = s.sides.map((side) => side.errors);
+    out.push({
+      target: `${s.scenario}: no errors (API, hand-written, PostGraphile)`,
+      measured: errors.join(", "),
+      met: errors.every((e) => e === 0),
+    });
+  }
+  for (const c of run.conventions) {
+    const cost = 1 - c.on.rps / c.off.rps;
+    out.push({
+      target: `${c.convention} on ${c.scenario}: costs ≤ ${CONVENTION_BUDGET * 100} %`,
+      measured: `${(cost * 100).toFixed(1)} %${c.on.errors + c.off.errors > 0 ? ` (errors ${c.on.errors}, ${c.off.errors})` : ""}`,
+      met: cost <= CONVENTION_BUDGET && c.on.errors + c.off.errors === 0,
+    });
+  }
+  return out;
+}
+
+const num = (n: number, digits = 0) => n.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits });
+const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+const figures = (m: Measured) =>
+  `${num(m.rps).padStart(7)} req/s  p50 ${num(m.p50_ms, 2).padStart(6)}  p99 ${num(m.p99_ms, 2).padStart(7)} ms  ${String(m.errors).padStart(3)} err`;
+
+export function renderPeers(run: PeersRun): string {
+  const lines: string[] = [];
+  lines.push(
+    `${run.date}  commit ${run.commit}  ${run.cpus} cpus  load average ${load(run.load_average_before)} → ${load(run.load_average_after)}`,
+  );
+  lines.push(
+    `concurrency ${run.connections}, ${run.rounds} alternating rounds of ${run.seconds} s per side, DB_POOL_SIZE ${run.pool_size}, ` +
+      `${num(run.database_participants)} participants${run.smoke ? "  (SMOKE RUN: figures mean nothing)" : ""}`,
+  );
+  for (const s of run.peers) {
+    const [api, hand, postgraphile] = s.sides as [Measured, Measured, Measured];
+    lines.push("", `${s.scenario.padEnd(6)} ${s.title}   (load ${load(s.load_average)})`);
+    for (const side of s.sides) lines.push(`  ${side.label.padEnd(14)}${figures(side)}`);
+    lines.push(
+      `  API/hand-written ${(api.rps / hand.rps).toFixed(2)}   API/PostGraphile ${(api.rps / postgraphile.rps).toFixed(2)}`,
+    );
+  }
+  if (run.conventions.length > 0) {
+    lines.push("", "conventions (the API with each on and off, side by side):");
+    for (const c of run.conventions) {
+      lines.push(`  ${`${c.convention}, ${c.scenario}`.padEnd(28)} on ${figures(c.on)}`);
+      lines.push(`  ${"".padEnd(28)} off${figures(c.off)}   cost ${((1 - c.on.rps / c.off.rps) * 100).toFixed(1)} %`);
+    }
+  }
+  if (run.compare.length > 0) {
+    lines.push("", "compare (the API of two commits, side by side):");
+    for (const s of run.compare) {
+      const [mine, theirs] = s.sides as [Measured, Measured];
+      lines.push(`  ${s.scenario.padEnd(6)} ${mine.label.padEnd(16)}${figures(mine)}`);
+      lines.push(`  ${"".padEnd(6)} ${theirs.label.padEnd(16)}${figures(theirs)}   ratio ${(mine.rps / theirs.rps).toFixed(2)}`);
+    }
+  }
+  lines.push("", "targets (issue 28, ratios within this run):");
+  for (const v of verdicts(run)) lines.push(`  ${v.met ? "met    " : "NOT MET"}  ${v.target.padEnd(52)} ${v.measured}`);
+  const failed = [...run.peers.flatMap((s) => s.sides), ...run.conventions.flatMap((c) => [c.on, c.off])].filter(
+    (m) => m.first_error,
+  );
+  for (const m of failed) lines.push(`  first error of ${m.label}: ${m.first_error}`);
+  return lines.join("\n");
+}
