@@ -62,6 +62,7 @@ export const badRequest = (message: string, details?: ErrorDetails) => new ApiEr
 export const invalidField = (field: string, issue: string) =>
   new ApiError("VALIDATION_ERROR", `${field}: ${issue}`, { field, issue });
 export const unauthorized = (message = "missing or invalid credential") => new ApiError("UNAUTHORIZED", message);
+export const INVALID_API_KEY = "invalid, revoked or expired API key";
 export const forbidden = (message: string) => new ApiError("FORBIDDEN", message);
 export const notFound = (what: string) => new ApiError("NOT_FOUND", `${what} not found`);
 export const conflict = (message: string, details?: ErrorDetails) => new ApiError("CONFLICT", message, details);

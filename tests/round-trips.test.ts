@@ -5,10 +5,11 @@ import { call, type TestApp, type TestTenant, testApp } from "./support/fixtures
 
 /**
  * Database round trips per request (each pg query call is one: pg waits for
- * Postgres before it sends the next): a read in two (the key lookup that
- * opens the tenant scope, then the statement with its commit), a write in
- * three at most, Idempotency-Key included. Counted on a one-connection pool,
- * so every statement has been prepared by the requests before.
+ * Postgres before it sends the next): a read in one (begin, the key check with
+ * the tenant scope, the statement and commit in one text), a single-row write
+ * in two (the key check that opens the tenant scope, then the statement with
+ * its commit), three under an Idempotency-Key. Counted on a one-connection
+ * pool, so every statement has been prepared by the requests before.
  */
 
 const t = useTestDatabase();
@@ -48,10 +49,10 @@ let n = 0;
 const participant = () => ({ user_id: `rt-${++n}`, instance_id: camp.instanceId, first_name: "Ada", surname: "Byron" });
 
 describe.each([
-  { prepare: true, read: 2, write: 2, keyed: 3 },
-  // Behind a transaction-mode pooler (DB_PREPARED_STATEMENTS=false) the commit goes on its own.
-  { prepare: false, read: 3, write: 3, keyed: 4 },
-])("round trips with prepared statements $prepare", ({ prepare, read, write, keyed }) => {
+  { prepare: true, read: 1, callerRead: 2, write: 2, keyed: 3 },
+  // Behind a transaction-mode pooler (DB_PREPARED_STATEMENTS=false) the key check and the commit go on their own.
+  { prepare: false, read: 3, callerRead: 3, write: 3, keyed: 4 },
+])("round trips with prepared statements $prepare", ({ prepare, read, callerRead, write, keyed }) => {
   let subject: ReturnType<typeof countingApp>;
   let participantId: string;
   beforeAll(async () => {
@@ -68,7 +69,25 @@ describe.each([
     );
     expect(await roundTrips(subject, "GET", () => `/api/v1/instances/${camp.instanceId}`, { status: 200 })).toBe(read);
     expect(await roundTrips(subject, "GET", () => "/api/v1/instances", { status: 200 })).toBe(read);
-    expect(await roundTrips(subject, "GET", () => "/api/v1/users", { status: 200 })).toBe(read);
+    // A route that reads the caller before its query (admins only) checks the key on its own first.
+    expect(await roundTrips(subject, "GET", () => "/api/v1/users", { status: 200 })).toBe(callerRead);
+  });
+
+  it("still checks the key of a read on every request: a revoked key is refused at once, and a made-up one", async () => {
+    const staff = await tenant.addUser("staff");
+    const path = `/api/v1/participants/${participantId}`;
+    expect((await call(subject.app, "GET", path, { key: staff.key })).status).toBe(200);
+    expect((await call(subject.app, "GET", path, { key: staff.key })).status).toBe(200);
+    await t().admin("update public.api_keys set revoked_at = now() where user_id = $1", [staff.userId]);
+    const revoked = await call(subject.app, "GET", path, { key: staff.key });
+    expect(revoked.status).toBe(401);
+    expect(revoked.headers.get("www-authenticate")).toBeTruthy();
+    const madeUp = await call(subject.app, "GET", path, { key: `camp_${"A".repeat(43)}` });
+    expect(madeUp.status).toBe(401);
+    // A read refused before it reaches the database (a bad id) still answers 401 to a bad key.
+    expect((await call(subject.app, "GET", "/api/v1/participants/not-a-uuid", { key: staff.key })).status).toBe(401);
+    // The connection is kept: the one-connection pool serves the next request.
+    expect((await call(subject.app, "GET", path, { key: tenant.admin.key })).status).toBe(200);
   });
 
   it("creates a participant, audit trail included", async () => {

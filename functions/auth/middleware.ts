@@ -5,7 +5,7 @@ import type { AppEnv } from "../app-env.ts";
 import { type ApiKeyRow, leaseCall, type RateGrant, type RateState, type TenantScope } from "../db/database.ts";
 import { type IdempotencyLookup, lookupStatement } from "../db/idempotency-lookup.ts";
 import { isPgError } from "../db/pg-errors.ts";
-import { forbidden, unauthorized } from "../errors.ts";
+import { forbidden, INVALID_API_KEY, unauthorized } from "../errors.ts";
 import { idempotencyKeyOf } from "../http/idempotency.ts";
 import { RATE_SPENT, type RateLimiter, rateHeaders, rateWeight, tooManyRequests } from "../http/rate-limit.ts";
 import type { Principal } from "../principal.ts";
@@ -46,28 +46,31 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
       // A POST's Idempotency-Key is looked up in the same round trip, in the scope the lookup opens.
       const idempotencyKey = idempotencyKeyOf(c);
       const openScope = local !== "spent" && (await bodyInHand(c));
+      const toPrincipal = (row: ApiKeyRow): Principal => ({
+        tenantId: row.tenant_id,
+        userId: row.user_id,
+        email: row.email,
+        role: row.role,
+        via: "api_key" as const,
+        keyId: row.key_id,
+        scopes: row.scopes,
+        requestId: c.get("requestId"),
+      });
+      const leaseNeeded = limiter !== undefined && local === undefined;
+      if (openScope && !leaseNeeded && READ_METHODS.has(c.req.method) && ONE_TRIP_READS.test(c.req.path)) {
+        // A read whose route needs no caller before its query, with no lease to take: the key is
+        // checked by the query's own round trip (one in all), and a read never needs write scope.
+        return serve(c, next, db.deferApiKey(hash, toPrincipal, c.get("requestId")), local);
+      }
       const found = await refusedAs429(limiter, credential, () =>
-        db.authenticateApiKey<Principal, IdempotencyLookup>(
-          hash,
-          (row) => ({
-            tenantId: row.tenant_id,
-            userId: row.user_id,
-            email: row.email,
-            role: row.role,
-            via: "api_key" as const,
-            keyId: row.key_id,
-            scopes: row.scopes,
-            requestId: c.get("requestId"),
-          }),
-          {
-            openScope,
-            charge: local === undefined ? limiter?.chargeFor(weight) : undefined,
-            requestId: c.get("requestId"),
-            inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
-          },
-        ),
+        db.authenticateApiKey<Principal, IdempotencyLookup>(hash, toPrincipal, {
+          openScope,
+          charge: local === undefined ? limiter?.chargeFor(weight) : undefined,
+          requestId: c.get("requestId"),
+          inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
+        }),
       );
-      if (!found) throw unauthorized("invalid, revoked or expired API key");
+      if (!found) throw unauthorized(INVALID_API_KEY);
       tenant = found.scope;
       if (found.inScope) c.set("idempotencyLookup", found.inScope);
       rate = settle(limiter, credential, local, tenant.principal.userId, found.lease, weight);
@@ -112,19 +115,36 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
 
     const principal = tenant.principal;
     c.set("principal", principal);
-    c.set("tenant", tenant);
-    try {
-      if (rate && rate.remaining < 0) throw tooManyRequests(rate);
-      if (!principal.scopes.includes("write") && !READ_METHODS.has(c.req.method) && !OWN_KEY.test(c.req.path)) {
-        throw forbidden("this API key is read-only: it may only GET and HEAD");
-      }
-      await next();
-    } finally {
+    if (rate && rate.remaining < 0) {
       await tenant.close();
+      throw tooManyRequests(rate);
     }
-    // Every answer says what is left; a 429 carries the same fields itself.
-    if (rate) for (const [name, value] of Object.entries(rateHeaders(rate))) c.res.headers.set(name, value);
+    if (!principal.scopes.includes("write") && !READ_METHODS.has(c.req.method) && !OWN_KEY.test(c.req.path)) {
+      await tenant.close();
+      throw forbidden("this API key is read-only: it may only GET and HEAD");
+    }
+    return serve(c, next, tenant, rate);
   });
+}
+
+/**
+ * Reads whose route reads no caller before its one statement (the lists and
+ * single records of participants, instances, groups, blocks and rooms): their
+ * key check may travel with that statement (RequestDatabase.deferApiKey).
+ */
+const ONE_TRIP_READS =
+  /^\/api\/v1\/(participants|instances|groups\/supergroups|groups\/subgroups|blocks|rooms)(\/[0-9A-Fa-f-]{36})?\/?$/;
+
+/** The route, in the caller's tenant scope, closed when it is done; every answer says what is left of the rate limit. */
+async function serve(c: Context<AppEnv>, next: () => Promise<void>, tenant: TenantScope<Principal>, rate: RateState | undefined) {
+  c.set("tenant", tenant);
+  try {
+    await next();
+  } finally {
+    await tenant.close();
+  }
+  // A 429 carries the same fields itself.
+  if (rate) for (const [name, value] of Object.entries(rateHeaders(rate))) c.res.headers.set(name, value);
 }
 
 /** The rate state of a request whose credential checked out: from the hits in hand, or the lease just granted. */

@@ -89,6 +89,15 @@ function withCommit(client: pg.ClientBase, config: pg.QueryConfig): string | und
 interface OneStatement {
   sent: boolean;
   committed: boolean;
+  /** The transaction is not open yet: its opening (`begin`, key check, scope) goes first, with the statement when it can. */
+  opening?: Opening;
+}
+
+/** The text that opens a transaction and checks the caller, and what to do with its results (RequestDatabase.deferApiKey). */
+interface Opening {
+  text: string;
+  /** Takes the opening's results (its row: the caller); called once, when it has run. */
+  opened(results: pg.QueryResult[]): void;
 }
 
 async function send(client: pg.ClientBase, config: pg.QueryConfig, one: OneStatement | undefined): Promise<pg.QueryResult> {
@@ -96,11 +105,15 @@ async function send(client: pg.ClientBase, config: pg.QueryConfig, one: OneState
     if (one.sent) throw new Error("a one-statement transaction was given a second statement");
     one.sent = true;
     const text = withCommit(client, config);
+    const opening = one.opening;
     if (text !== undefined) {
-      const [result] = (await client.query(text)) as unknown as pg.QueryResult[];
+      // One round trip: [opening;] the statement; commit. Its result is the one before the commit's.
+      const results = (await client.query(opening ? `${opening.text}; ${text}` : text)) as unknown as pg.QueryResult[];
+      opening?.opened(results);
       one.committed = true;
-      return result as pg.QueryResult;
+      return results.at(-2) as pg.QueryResult;
     }
+    if (opening) opening.opened((await client.query(opening.text)) as unknown as pg.QueryResult[]);
   }
   const result = await client.query(config);
   if (config.name) {
@@ -275,6 +288,30 @@ export interface TenantOptions {
   oneStatement?: boolean;
 }
 
+/** A caller known by an API key that the scope's first statement checks (RequestDatabase.deferApiKey). */
+export interface DeferredCaller<P> {
+  /** `begin` and the key check with the tenant scope in its select list (keyScopeSelect). */
+  opening: string;
+  principalOf(row: ApiKeyRow): P;
+}
+
+/**
+ * The key check that opens a tenant scope: the key's row, with the scope's
+ * settings in the same select list, the claims built from the row as
+ * claimsOf writes them. `check` is the key function: authenticate_api_key
+ * (no row for a key that is not live) or api_key_caller (raises CA401).
+ */
+function keyScopeSelect(check: string, hash: Uint8Array, requestId: string | undefined): string {
+  const id = requestId === undefined ? "null" : pg.escapeLiteral(requestId);
+  const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
+      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${id})::text`;
+  // The hash is hex of our own digest, so it can stand in the text as a literal: a parameter
+  // would need the extended protocol, which takes one statement per round trip. The function
+  // runs (as its owner) before the select list switches the role.
+  return `select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
+         from private.${check}('\\x${hex(hash)}'::bytea) k`;
+}
+
 /** Who a tenant scope acts for; the optional parts go into the audit trail. */
 export type ScopePrincipal = Pick<Principal, "tenantId" | "userId" | "role"> &
   Partial<Pick<Principal, "email" | "via" | "keyId" | "requestId">>;
@@ -402,6 +439,25 @@ export class RequestDatabase {
   }
 
   /**
+   * The tenant scope of the live key with this SHA-256, checked by the
+   * scope's first statement instead of a round trip of its own: a read whose
+   * work is one prepared statement sends `begin`, the key check with the
+   * scope, the statement and `commit` in one text (private.api_key_caller
+   * raises for a key that is not live, so the statement never runs without
+   * the scope). The principal is known once that has run; the scope's close
+   * checks the key of a request that never reached the database. For a route
+   * that does not read the principal before its first statement.
+   */
+  deferApiKey<P extends ScopePrincipal>(
+    hash: Uint8Array,
+    toPrincipal: (row: ApiKeyRow) => P,
+    requestId?: string,
+  ): TenantScope<P> {
+    const opening = `begin; ${keyScopeSelect("api_key_caller", hash, requestId)}`;
+    return new TenantScope(this.connection, this.prepare, { opening, principalOf: toPrincipal });
+  }
+
+  /**
    * The live key with this SHA-256 and the tenant scope of its owner, built
    * by `toPrincipal`, or undefined. With `openScope` the same round trip also
    * opens the scope's first transaction, with the claims TenantScope.run
@@ -441,19 +497,10 @@ export class RequestDatabase {
     // its counter row is never locked for the length of one.
     const lease = charge ? leaseCall(charge, { keyHash: hash }) : undefined;
     const client = await this.connection.connect();
-    const requestId = options.requestId === undefined ? "null" : client.escapeLiteral(options.requestId);
-    // The claims claimsOf writes, from the key's row.
-    const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
-      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${requestId})::text`;
     const inScope = options.inScope?.((value) => client.escapeLiteral(value));
     try {
-      // The hash is hex of our own digest, so it can stand in the text as a
-      // literal: a parameter would need the extended protocol, which takes one
-      // statement per round trip. The function runs (as its owner) before the
-      // select list switches the role.
       const results = (await client.query(
-        `${lease ? `select * from ${lease}; commit; ` : ""}begin; select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
-         from private.authenticate_api_key('\\x${hex(hash)}'::bytea) k${inScope ? `; ${inScope}` : ""}`,
+        `${lease ? `select * from ${lease}; commit; ` : ""}begin; ${keyScopeSelect("authenticate_api_key", hash, options.requestId)}${inScope ? `; ${inScope}` : ""}`,
       )) as unknown as pg.QueryResult<ApiKeyRow & GrantRow>[];
       const row = results[results.length - (inScope ? 2 : 1)]?.rows[0];
       if (!row) {
@@ -493,14 +540,56 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
   #opened: pg.PoolClient | undefined;
   /** The transaction of wholeRequest, which every run joins while it lasts. */
   #whole: pg.PoolClient | undefined;
+  #principal: P | undefined;
+  /** A caller whose key is checked by the scope's first statement (RequestDatabase.deferApiKey), until it is. */
+  #deferred: DeferredCaller<P> | undefined;
 
   constructor(
     private readonly connection: OneConnection,
     private readonly prepare: boolean,
-    readonly principal: P,
+    caller: P | DeferredCaller<P>,
     opened?: pg.PoolClient,
   ) {
+    if ("opening" in caller) this.#deferred = caller;
+    else this.#principal = caller;
     this.#opened = opened;
+  }
+
+  /** Who the scope acts for; for a deferred caller, known once the first run has checked the key. */
+  get principal(): P {
+    if (this.#principal === undefined) throw new Error("the caller is read before its key was checked (deferApiKey)");
+    return this.#principal;
+  }
+
+  /** The deferred caller's opening, resolving the principal from the key check's row when it has run. */
+  #opening(): Opening | undefined {
+    const deferred = this.#deferred;
+    if (!deferred) return undefined;
+    return {
+      text: deferred.opening,
+      opened: (results) => {
+        // [begin, the key check, …]: api_key_caller raises for a key that is not live, so the row is there.
+        const row = results[1]?.rows[0] as ApiKeyRow | undefined;
+        if (!row) throw new Error("the key check returned no row");
+        this.#principal = deferred.principalOf(row);
+        this.#deferred = undefined;
+      },
+    };
+  }
+
+  /**
+   * Gives a connection back after a failed statement: rolled back and kept
+   * when Postgres refused the statement (a key that is not live, say: no
+   * reconnection for each made-up key), destroyed when its state is unknown.
+   */
+  async #release(client: pg.PoolClient, error: unknown): Promise<void> {
+    const usable =
+      typeof (error as { severity?: unknown }).severity === "string" &&
+      (await client.query("rollback").then(
+        () => true,
+        () => false,
+      ));
+    this.connection.release(client, !usable);
   }
 
   /** The transaction the key lookup opened, once: a retry or a second run opens its own. */
@@ -510,15 +599,17 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
     return client;
   }
 
-  /** One round trip of two statements opens a transaction and the tenant scope. */
+  /** One round trip opens a transaction and the tenant scope (for a deferred caller, with its key check). */
   async #begin(): Promise<pg.PoolClient> {
     const client = await this.connection.connect();
     try {
+      const opening = this.#opening();
+      if (opening) opening.opened((await client.query(opening.text)) as unknown as pg.QueryResult[]);
       // The claims are built from uuids, a fixed role and the request id, and quoted as a literal.
-      await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(this.principal)))}`);
+      else await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(this.principal)))}`);
       return client;
     } catch (error) {
-      this.connection.release(client, true);
+      await this.#release(client, error);
       throw error;
     }
   }
@@ -533,10 +624,14 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
     const prepare = this.prepare;
     if (this.#whole) return work(wrap(this.#whole, prepare));
     for (let attempt = 1; ; attempt++) {
-      const client = this.#takeOpened() ?? (await this.#begin());
+      // A deferred caller's key check travels with a one-statement run's statement: one round trip in all.
+      const defer = this.#opened === undefined && this.#deferred !== undefined && options.oneStatement && prepare;
+      const client = this.#takeOpened() ?? (defer ? await this.connection.connect() : await this.#begin());
       let broken = false;
       try {
-        const one = options.oneStatement ? { sent: false, committed: false } : undefined;
+        const one = options.oneStatement
+          ? { sent: false, committed: false, opening: defer ? this.#opening() : undefined }
+          : undefined;
         const result = await work(wrap(client, prepare, one));
         if (!one?.committed) await client.query("commit");
         return result;
@@ -589,6 +684,8 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
    * as when the lookup ran on its own.
    */
   async close(): Promise<void> {
+    // A deferred caller whose request never reached the database: its key is checked all the same (a 401 wins).
+    if (this.#deferred) this.#opened = await this.#begin();
     const client = this.#takeOpened();
     if (!client) return;
     try {

@@ -1,4 +1,4 @@
-import { ApiError, type FieldIssue } from "../errors.ts";
+import { ApiError, type FieldIssue, INVALID_API_KEY, unauthorized } from "../errors.ts";
 
 /** The fields of a Postgres error that node-postgres exposes and this module reads. */
 interface PgError {
@@ -100,6 +100,9 @@ export function fromPgError(error: unknown): ApiError | undefined {
       const details = { field: error.column ?? "body", issue: error.message };
       return new ApiError("VALIDATION_ERROR", `${details.field}: ${details.issue}`, details);
     }
+    case "CA401":
+      // A read's key check that travelled with its query (private.api_key_caller) found no live key.
+      return unauthorized(INVALID_API_KEY);
     case "CA403":
       // Raised by the care doors (private.care_gate) and guards: the database decided the caller may not.
       return new ApiError("FORBIDDEN", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
