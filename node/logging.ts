@@ -1,4 +1,5 @@
 import { configure, getJsonLinesFormatter, type LogLevel, type LogRecord } from "@logtape/logtape";
+import { type RequestLine, setRequestLineWriter } from "../functions/log.ts";
 
 /**
  * Where the service's log goes on Node: one JSON object per line on stderr
@@ -8,6 +9,8 @@ import { configure, getJsonLinesFormatter, type LogLevel, type LogRecord } from 
  */
 export async function configureLogging(level: LogLevel = "info", write: (line: string) => unknown = stderrLines.write) {
   const format = getJsonLinesFormatter({ categorySeparator: ".", message: "rendered", properties: "flatten" });
+  // The request lines bypass LogTape's dispatch, in the form its formatter gives every line.
+  setRequestLineWriter(level === "debug" || level === "info" ? (line) => write(requestLine(line)) : () => {});
   await configure({
     reset: true,
     sinks: { stderr: (record: LogRecord) => write(format(record)) },
@@ -16,6 +19,15 @@ export async function configureLogging(level: LogLevel = "info", write: (line: s
       { category: ["logtape", "meta"], lowestLevel: "warning", sinks: ["stderr"] },
     ],
   });
+}
+
+/**
+ * A request's line as the JSON-lines formatter writes an info event
+ * `request` of category `camp` with these properties (tests/log-batching.test.ts
+ * holds the two to the same text): JSON.stringify escapes every value.
+ */
+export function requestLine(line: RequestLine, at = new Date()): string {
+  return `{"@timestamp":"${at.toISOString()}","level":"INFO","message":"request","logger":"camp",${JSON.stringify(line).slice(1)}\n`;
 }
 
 /**

@@ -1,5 +1,7 @@
+import { getJsonLinesFormatter } from "@logtape/logtape";
 import { describe, expect, it } from "vitest";
-import { batchedLines } from "../node/logging.ts";
+import { logRequest, setRequestLineWriter } from "../functions/log.ts";
+import { batchedLines, configureLogging, requestLine } from "../node/logging.ts";
 import { run, TSX } from "./support/processes.ts";
 
 /**
@@ -47,5 +49,32 @@ describe("batched log lines", () => {
       .split("\n")
       .map((line) => JSON.parse(line) as { i: number });
     expect(events.map((e) => e.i)).toEqual([...Array(500).keys()]);
+  });
+});
+
+describe("request lines", () => {
+  it("are written as LogTape's JSON-lines formatter writes the same event, control characters escaped", async () => {
+    const line = { request_id: "r-1", method: "GET", route: '/api/v1/x/:id"\n\u0000', status: 200, ms: 1.5 };
+    const at = new Date("2026-11-25T10:00:00.123Z");
+    const format = getJsonLinesFormatter({ categorySeparator: ".", message: "rendered", properties: "flatten" });
+    const expected = format({
+      category: ["camp"],
+      level: "info",
+      message: ["request"],
+      rawMessage: "request",
+      timestamp: at.getTime(),
+      properties: { ...line },
+    });
+    expect(requestLine(line, at)).toBe(expected);
+  });
+
+  it("go to the configured writer at level info, and nowhere at warning", async () => {
+    const lines: string[] = [];
+    await configureLogging("info", (l) => lines.push(l));
+    logRequest({ request_id: "a", method: "GET", route: "/", status: 200, ms: 1 });
+    await configureLogging("warning", (l) => lines.push(l));
+    logRequest({ request_id: "b", method: "GET", route: "/", status: 200, ms: 1 });
+    expect(lines.map((l) => JSON.parse(l).request_id)).toEqual(["a"]);
+    setRequestLineWriter(undefined);
   });
 });

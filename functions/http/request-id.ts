@@ -1,6 +1,6 @@
 import { createMiddleware } from "hono/factory";
 import type { AppEnv } from "../app-env.ts";
-import { log } from "../log.ts";
+import { logRequest } from "../log.ts";
 
 export const REQUEST_ID_HEADER = "X-Request-Id";
 
@@ -21,7 +21,7 @@ export function requestId() {
     const started = performance.now();
     await next();
     c.res.headers.set(REQUEST_ID_HEADER, id);
-    log.info("request", {
+    logRequest({
       request_id: id,
       method: c.req.method,
       route: c.req.routePath,
