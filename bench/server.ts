@@ -65,7 +65,7 @@ proto.query = function (this: pg.Client, config: unknown, values?: unknown, call
     const entry: CapturedStatement = { client, text, rows: 0 };
     if (name) entry.name = name;
     if (params) entry.values = params.map(serialisable);
-    const executed = /^execute (\w+)/.exec(text)?.[1];
+    const executed = /(?:^|;\s*)execute (\w+)/.exec(text)?.[1];
     const preparedText = executed && namedTexts.get(executed);
     if (executed && preparedText) entry.prepared = { name: executed, text: preparedText };
     capture.push(entry);
