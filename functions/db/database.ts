@@ -282,7 +282,7 @@ export interface TenantOptions {
   /**
    * The work runs exactly one statement, so the commit can travel with it:
    * one round trip fewer once the connection has prepared the statement
-   * (reads and single-row writes). Inside withRequestTransaction, or with
+   * (reads and single-row writes). Inside wholeRequest, or with
    * prepared statements off, the commit is sent on its own as usual.
    */
   oneStatement?: boolean;
