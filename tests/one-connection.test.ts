@@ -269,6 +269,10 @@ describe("every operation of the OpenAPI document", () => {
     subject = counting();
     app = photoApp(subject.db, new MemoryPhotoStore(), { RATE_LIMIT_PER_MINUTE: "100000" });
     const { tenant, camp } = await tenantWithCamp(t());
+    // The admin's key may reach the care routes too (admins have care access; a key needs the care scope).
+    await t().admin("update public.api_keys set scopes = '{read,write,care}' where user_id = $1 and revoked_at is null", [
+      tenant.admin.userId,
+    ]);
     const staff = await tenant.addUser("staff");
     f = {
       tenant,
