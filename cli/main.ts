@@ -1,6 +1,8 @@
 import { Command, InvalidArgumentError } from "commander";
 import { loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
+import { RETENTION_DAYS } from "../functions/events/feed.ts";
+import { pruneEvents } from "../functions/events/retention.ts";
 import { toApiError } from "../functions/http/error-handler.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
@@ -211,6 +213,12 @@ export function buildProgram(): Command {
         print({ deleted: Number(row?.deleted ?? 0) });
       }),
     );
+
+  const events = program.command("events").description("the change feed");
+  events
+    .command("prune")
+    .description(`delete events older than the ${RETENTION_DAYS} days the feed keeps (run it daily); prints {deleted}`)
+    .action(() => withDatabase(async (db) => print({ deleted: await pruneEvents(db) })));
 
   const storage = program.command("storage").description("Supabase Storage for photos (SUPABASE_URL, SUPABASE_SERVICE_ROLE_KEY)");
   storage

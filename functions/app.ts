@@ -9,6 +9,7 @@ import { careRoutes } from "./care/routes.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { mountDocs } from "./docs/routes.ts";
+import { eventRoutes } from "./events/routes.ts";
 import { subgroupRoutes, supergroupRoutes } from "./groups/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { bodyPolicy } from "./http/body-policy.ts";
@@ -37,6 +38,8 @@ export interface AppDeps {
   verifyToken?: TokenVerifier;
   /** Where photos are kept; defaults to Supabase Storage when its URL and key are configured. */
   photoStore?: PhotoStore;
+  /** Aborted when the server begins to stop: requests that wait (the event feed's `wait`) answer at once. */
+  shutdown?: AbortSignal;
 }
 
 /**
@@ -108,6 +111,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/api-keys", apiKeyRoutes);
   app.route("/api/v1/users", userRoutes);
   app.route("/api/v1/audit-events", auditRoutes);
+  app.route("/api/v1/events", eventRoutes(deps.shutdown));
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);

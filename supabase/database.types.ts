@@ -152,6 +152,42 @@ export type Database = {
           },
         ];
       };
+      events: {
+        Row: {
+          id: number;
+          occurred_at: string;
+          resource_id: string;
+          tenant_id: string;
+          type: string;
+          xact_id: unknown;
+        };
+        ComputedFields: never;
+        Insert: {
+          id: number;
+          occurred_at: string;
+          resource_id: string;
+          tenant_id: string;
+          type: string;
+          xact_id: unknown;
+        };
+        Update: {
+          id?: number;
+          occurred_at?: string;
+          resource_id?: string;
+          tenant_id?: string;
+          type?: string;
+          xact_id?: unknown;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "events_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
       idempotency_keys: {
         Row: {
           body: string;

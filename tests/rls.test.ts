@@ -109,6 +109,13 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
       [s.tenant],
     ],
   },
+  events: {
+    column: "type",
+    insert: (s) => [
+      "insert into events (tenant_id, xact_id, id, type, resource_id, occurred_at) values ($1, pg_current_xact_id(), 1, 'x', gen_random_uuid(), now())",
+      [s.tenant],
+    ],
+  },
   idempotency_keys: {
     column: "expires_at",
     insert: (s) => [

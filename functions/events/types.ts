@@ -1,0 +1,53 @@
+/**
+ * The event types of the change feed and of webhooks, as
+ * private.event_type_of (sql/migrations/*_events.sql) derives them from the
+ * audit trail; tests/events.test.ts holds the two lists together.
+ */
+export const EVENT_TYPES = [
+  "instance.created",
+  "instance.updated",
+  "instance.deleted",
+  "supergroup.created",
+  "supergroup.updated",
+  "supergroup.deleted",
+  "subgroup.created",
+  "subgroup.updated",
+  "subgroup.deleted",
+  "block.created",
+  "block.updated",
+  "block.deleted",
+  "room.created",
+  "room.updated",
+  "room.deleted",
+  "participant.created",
+  "participant.updated",
+  "participant.deleted",
+  "participant.erased",
+  "photo.replaced",
+  "photo.removed",
+] as const;
+
+export type EventType = (typeof EVENT_TYPES)[number];
+
+const KNOWN = new Set<string>(EVENT_TYPES);
+export const isEventType = (value: string): value is EventType => KNOWN.has(value);
+
+/** An event as clients read it in the feed and receive it in a webhook: ids and type, no values. */
+export interface ThinEvent {
+  id: string;
+  type: EventType;
+  occurred_at: string;
+  data: Record<string, string>;
+}
+
+/** The name of the id an event's data carries: a photo is its participant's. */
+function idName(type: EventType): string {
+  const resource = type.slice(0, type.indexOf("."));
+  return `${resource === "photo" ? "participant" : resource}_id`;
+}
+
+export function thinEvent(row: { id: string; type: string; occurred_at: Date | string; resource_id: string }): ThinEvent {
+  const type = row.type as EventType;
+  const occurred = row.occurred_at instanceof Date ? row.occurred_at.toISOString() : new Date(row.occurred_at).toISOString();
+  return { id: row.id, type, occurred_at: occurred, data: { [idName(type)]: row.resource_id } };
+}
