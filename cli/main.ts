@@ -21,6 +21,7 @@ import { resolveDatabase, say } from "../node/runtime.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";
 import { type ImportOptions, importFile } from "./participants-import.ts";
 import { type SweepCliOptions, sweepFromCli } from "./photos-sweep.ts";
+import { runWorker } from "./worker.ts";
 
 /**
  * `camp`: the operator's command line. JSON meant for scripts goes to stdout,
@@ -217,8 +218,15 @@ export function buildProgram(): Command {
   const events = program.command("events").description("the change feed");
   events
     .command("prune")
-    .description(`delete events older than the ${RETENTION_DAYS} days the feed keeps (run it daily); prints {deleted}`)
+    .description(
+      `delete events older than the ${RETENTION_DAYS} days the feed keeps (the webhook workers do it hourly); prints {deleted}`,
+    )
     .action(() => withDatabase(async (db) => print({ deleted: await pruneEvents(db) })));
+
+  program
+    .command("worker")
+    .description("deliver webhooks from the queue until SIGTERM or SIGINT (the server runs one too; any number may run)")
+    .action(() => runWorker());
 
   const storage = program.command("storage").description("Supabase Storage for photos (SUPABASE_URL, SUPABASE_SERVICE_ROLE_KEY)");
   storage

@@ -30,6 +30,7 @@ import { PHOTO_BODY, photoRoutes } from "./photos/routes.ts";
 import type { PhotoStore } from "./photos/store.ts";
 import { roomRoutes } from "./rooms/routes.ts";
 import { userRoutes } from "./users/routes.ts";
+import { webhookEndpointRoutes } from "./webhook-endpoints/routes.ts";
 
 export interface AppDeps {
   db: Database;
@@ -112,6 +113,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/users", userRoutes);
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/events", eventRoutes(deps.shutdown));
+  app.route("/api/v1/webhook-endpoints", webhookEndpointRoutes);
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);

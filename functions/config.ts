@@ -41,6 +41,22 @@ const schema = z.object({
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(0).max(1_000_000).default(1_200),
   /** How often the server ends reporting-role sessions past their granted limits; 0 leaves it to cron. */
   REPORTING_GUARD_INTERVAL_MS: z.coerce.number().int().min(0).max(3_600_000).default(5_000),
+  /** Webhooks to http and to loopback/private addresses: for development and tests only. */
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: z
+    .enum(["true", "false"])
+    .default("false")
+    .transform((v) => v === "true"),
+  /** Whether the Node server works the webhook queue itself (`camp worker` runs one alone). */
+  WEBHOOK_WORKER: z
+    .enum(["true", "false"])
+    .default("true")
+    .transform((v) => v === "true"),
+  /** Deliveries a worker sends at once. */
+  WEBHOOK_WORKER_CONCURRENCY: z.coerce.number().int().min(1).max(100).default(8),
+  /** How long a receiver has to answer an attempt. */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(30_000).default(10_000),
+  /** The bearer secret of the Edge Function's scheduled drain (POST /webhooks/drain); unset turns the drain off. */
+  WEBHOOK_DRAIN_SECRET: z.string().min(32).optional(),
   /** Named (prepared) statements; set false behind a transaction-mode pooler that cannot keep them. */
   DB_PREPARED_STATEMENTS: z
     .enum(["true", "false"])

@@ -11,6 +11,7 @@ import type { FilePhotoStore } from "./photo-files.ts";
 import { startReportingGuard } from "./reporting-guard.ts";
 import { configuredPhotoStore, resolveDatabase, say } from "./runtime.ts";
 import { lockDataDir } from "./server-lock.ts";
+import { startWebhookWorker } from "./webhook-worker.ts";
 
 const DEMO_ADMIN = "admin@demo.camp";
 
@@ -88,8 +89,12 @@ export async function startServer(env: Record<string, string | undefined> = proc
 
     undo.push(startReportingGuard(db, config.REPORTING_GUARD_INTERVAL_MS));
 
-    const app = createApp({ db, config, photoStore: photos.store });
+    // Aborted when stopping begins: requests that wait (the event feed's `wait`) answer at once.
+    const shutdown = new AbortController();
+    const app = createApp({ db, config, photoStore: photos.store, shutdown: shutdown.signal });
     const http = await listen(app.fetch, config.PORT);
+    // Stopped before the pool closes, after the requests have drained.
+    if (config.WEBHOOK_WORKER) undo.push(startWebhookWorker(db, config, config.SHUTDOWN_TIMEOUT_MS));
     if (database.embedded) await createDemoTenantOnce(db, http.port);
     say(
       `camp service listening on http://localhost:${http.port} ` +
@@ -100,6 +105,7 @@ export async function startServer(env: Record<string, string | undefined> = proc
       if (stopping) return;
       stopping = true;
       say(`${signal}: stopping; finishing the requests in flight (at most ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
+      shutdown.abort();
       const cut = await http.drain(config.SHUTDOWN_TIMEOUT_MS);
       if (cut > 0) say(`${cut} request(s) still running at the deadline were cut`);
       await undoAll();

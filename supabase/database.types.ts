@@ -867,6 +867,176 @@ export type Database = {
           },
         ];
       };
+      webhook_attempts: {
+        Row: {
+          delivery_id: string;
+          duration_ms: number | null;
+          error: string | null;
+          id: number;
+          response: string | null;
+          started_at: string;
+          status_code: number | null;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          delivery_id: string;
+          duration_ms?: number | null;
+          error?: string | null;
+          id?: never;
+          response?: string | null;
+          started_at: string;
+          status_code?: number | null;
+          tenant_id: string;
+        };
+        Update: {
+          delivery_id?: string;
+          duration_ms?: number | null;
+          error?: string | null;
+          id?: never;
+          response?: string | null;
+          started_at?: string;
+          status_code?: number | null;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "webhook_attempts_delivery_id_fkey";
+            columns: ["delivery_id"];
+            isOneToOne: false;
+            referencedRelation: "webhook_deliveries";
+            referencedColumns: ["id"];
+          },
+          {
+            foreignKeyName: "webhook_attempts_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      webhook_deliveries: {
+        Row: {
+          created_at: string;
+          cycle_started_at: string | null;
+          endpoint_id: string;
+          event_id: number;
+          event_type: string;
+          id: string;
+          lease_token: string | null;
+          leased_at: string | null;
+          next_attempt_at: string;
+          occurred_at: string;
+          resource_id: string;
+          status: string;
+          tenant_id: string;
+          tries: number;
+          updated_at: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          created_at?: string;
+          cycle_started_at?: string | null;
+          endpoint_id: string;
+          event_id: number;
+          event_type: string;
+          id?: string;
+          lease_token?: string | null;
+          leased_at?: string | null;
+          next_attempt_at?: string;
+          occurred_at: string;
+          resource_id: string;
+          status?: string;
+          tenant_id: string;
+          tries?: number;
+          updated_at?: string;
+        };
+        Update: {
+          created_at?: string;
+          cycle_started_at?: string | null;
+          endpoint_id?: string;
+          event_id?: number;
+          event_type?: string;
+          id?: string;
+          lease_token?: string | null;
+          leased_at?: string | null;
+          next_attempt_at?: string;
+          occurred_at?: string;
+          resource_id?: string;
+          status?: string;
+          tenant_id?: string;
+          tries?: number;
+          updated_at?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "webhook_deliveries_endpoint_fkey";
+            columns: ["tenant_id", "endpoint_id"];
+            isOneToOne: false;
+            referencedRelation: "webhook_endpoints";
+            referencedColumns: ["tenant_id", "id"];
+          },
+          {
+            foreignKeyName: "webhook_deliveries_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      webhook_endpoints: {
+        Row: {
+          created_at: string;
+          deleted_at: string | null;
+          description: string | null;
+          disabled_reason: string | null;
+          enabled: boolean;
+          id: string;
+          secret_rotated_at: string | null;
+          tenant_id: string;
+          types: string[] | null;
+          updated_at: string;
+          url: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          created_at?: string;
+          deleted_at?: string | null;
+          description?: string | null;
+          disabled_reason?: string | null;
+          enabled?: boolean;
+          id?: string;
+          secret_rotated_at?: string | null;
+          tenant_id?: string;
+          types?: string[] | null;
+          updated_at?: string;
+          url: string;
+        };
+        Update: {
+          created_at?: string;
+          deleted_at?: string | null;
+          description?: string | null;
+          disabled_reason?: string | null;
+          enabled?: boolean;
+          id?: string;
+          secret_rotated_at?: string | null;
+          tenant_id?: string;
+          types?: string[] | null;
+          updated_at?: string;
+          url?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "webhook_endpoints_tenant_id_fkey";
+            columns: ["tenant_id"];
+            isOneToOne: false;
+            referencedRelation: "tenants";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
     };
     Views: {
       [_ in never]: never;

@@ -59,6 +59,19 @@ async function seedTenant(label: string): Promise<Seeded> {
     "insert into idempotency_keys (tenant_id, user_id, key, request_hash, status, body) values ($1, $2, 'retry-1', 'h', 201, '{}')",
     [tenant, user],
   );
+  const endpoint = await q(
+    "insert into webhook_endpoints (tenant_id, url) values ($1, 'https://example.org/hook') returning id",
+    [tenant],
+  );
+  const delivery = await q(
+    `insert into webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, resource_id, occurred_at)
+     values ($1, $2, 1, 'instance.created', $3, now()) returning id`,
+    [tenant, endpoint, instance],
+  );
+  await t().admin("insert into webhook_attempts (tenant_id, delivery_id, started_at, status_code) values ($1, $2, now(), 200)", [
+    tenant,
+    delivery,
+  ]);
   return { tenant, user, instance, supergroup, subgroup, block, room };
 }
 
@@ -116,6 +129,25 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
       [s.tenant],
     ],
   },
+  webhook_endpoints: {
+    column: "url",
+    insert: (s) => ["insert into webhook_endpoints (tenant_id, url) values ($1, 'https://example.org/x')", [s.tenant]],
+  },
+  webhook_deliveries: {
+    column: "status",
+    insert: (s) => [
+      `insert into webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, resource_id, occurred_at)
+       select $1, id, 99, 'instance.created', gen_random_uuid(), now() from webhook_endpoints limit 1`,
+      [s.tenant],
+    ],
+  },
+  webhook_attempts: {
+    column: "error",
+    insert: (s) => [
+      "insert into webhook_attempts (tenant_id, delivery_id, started_at) select $1, id, now() from webhook_deliveries limit 1",
+      [s.tenant],
+    ],
+  },
   idempotency_keys: {
     column: "expires_at",
     insert: (s) => [
@@ -142,7 +174,10 @@ async function asApi<T>(tenant: string, work: (client: pg.PoolClient) => Promise
   try {
     await client.query("begin");
     await client.query("set local role camp_api");
-    await client.query("select set_config('request.jwt.claims', $1, true)", [JSON.stringify({ tenant_id: tenant })]);
+    // An admin's claims: the most an API caller can be (some tables are for admins only).
+    await client.query("select set_config('request.jwt.claims', $1, true)", [
+      JSON.stringify({ tenant_id: tenant, app_role: "admin" }),
+    ]);
     return await work(client);
   } finally {
     await client.query("rollback");

@@ -6,7 +6,7 @@ const BATCH = 10_000;
 /**
  * Deletes the events older than the feed keeps, a batch per transaction (no
  * long lock, no long transaction holding the feed back); returns how many.
- * Run by `camp events prune`.
+ * Run by the webhook workers every hour and by `camp events prune`.
  */
 export async function pruneEvents(db: Database, days = RETENTION_DAYS): Promise<number> {
   let total = 0;

@@ -7,6 +7,10 @@ import { createApp } from "../../../functions/app.ts";
 import { loadConfig } from "../../../functions/config.ts";
 import { Database } from "../../../functions/db/database.ts";
 import { stripFunctionPrefix } from "../../../functions/http/function-prefix.ts";
+import { drainHandler } from "../../../functions/webhooks/drain.ts";
+import { deliveryLimits } from "../../../functions/webhooks/transport.ts";
+import { WebhookWorker, workerOptions } from "../../../functions/webhooks/worker.ts";
+import { denoTransport } from "./webhook-transport.ts";
 
 const FUNCTION_NAME = "api";
 
@@ -39,7 +43,18 @@ addEventListener("beforeunload", () => {
   void db.close();
 });
 
-const handler = (request: Request) => app.fetch(stripFunctionPrefix(request, FUNCTION_NAME));
+// The webhook queue, drained on a schedule (pg_cron + pg_net call POST
+// /webhooks/drain; docs/supabase.md) by the same worker code the Node server
+// runs, with Deno's own address-checked connection.
+const drain = drainHandler(
+  new WebhookWorker(db, denoTransport(), workerOptions({ concurrency: 4, limits: deliveryLimits(config) })),
+  config.WEBHOOK_DRAIN_SECRET,
+);
+
+const handler = (request: Request) => {
+  const stripped = stripFunctionPrefix(request, FUNCTION_NAME);
+  return new URL(stripped.url).pathname === "/webhooks/drain" ? drain(stripped) : app.fetch(stripped);
+};
 
 // On Supabase the edge runtime owns the socket; elsewhere (tests, benchmarks,
 // `npm run serve:edge`) Deno listens on PORT and HOST.

@@ -1,0 +1,37 @@
+import { addressRefusal, isIpLiteral } from "./address-policy.ts";
+
+export const MAX_URL_LENGTH = 2_000;
+
+/**
+ * Why an endpoint URL is refused when an admin sets it, or undefined. Only
+ * https, no credentials in the URL, and no host that is plainly internal
+ * (an internal IP address, localhost). A name is checked again, on the
+ * address each delivery actually connects to (the transports), since what it
+ * resolves to can change (DNS rebinding). `allowPrivate`
+ * (WEBHOOK_ALLOW_PRIVATE_NETWORKS) allows http and internal hosts, for
+ * development and tests.
+ */
+export function endpointUrlIssue(value: string, allowPrivate: boolean): string | undefined {
+  if (value.length > MAX_URL_LENGTH) return `must be at most ${MAX_URL_LENGTH} characters`;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "must be an absolute URL";
+  }
+  if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:")) {
+    return allowPrivate ? "must be an http or https URL" : "must be an https URL";
+  }
+  if (url.username || url.password) return "must not carry a user name or password";
+  if (url.hash) return "must not have a fragment";
+  if (allowPrivate) return undefined;
+  const host = url.hostname.toLowerCase();
+  if (host === "localhost" || host.endsWith(".localhost") || (!host.includes(".") && !isIpLiteral(host))) {
+    return "must name a public host";
+  }
+  if (isIpLiteral(host)) {
+    const refusal = addressRefusal(host);
+    if (refusal) return `must name a public host (${refusal})`;
+  }
+  return undefined;
+}
