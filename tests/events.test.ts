@@ -152,6 +152,22 @@ describe("the event feed", () => {
     expect(page.body.meta.next).toMatch(/^[0-9]+\.[0-9]+$/);
   });
 
+  it("lets a user hold at most 4 waiting requests: a fifth answers at once", async () => {
+    const other = await newTenant(t().db);
+    const key = other.admin.key;
+    const { next } = await drainFeed(app, key, "now");
+    const finished: number[] = [];
+    const waits: Promise<unknown>[] = [];
+    for (let i = 0; i < 5; i++) {
+      waits.push(feedPage(app, key, `after=${next}&wait=5`).then(() => finished.push(i)));
+      // Each in turn, so the first four hold the slots when the fifth comes.
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    await Promise.all(waits);
+    // No event came: the fifth, started last, came back first, answered at once.
+    expect(finished[0]).toBe(4);
+  });
+
   it("refuses a malformed cursor, unknown types, and limits or waits out of range, naming the parameter", async () => {
     const key = tenant.admin.key;
     const cases: Array<[string, string]> = [

@@ -121,6 +121,25 @@ describe("webhook workers as processes", { timeout: 120_000 }, () => {
     expect(attempts[1]).toMatchObject({ status_code: 200, error: null });
   });
 
+  it("answers a waiting feed request at once when the server stops", async () => {
+    const server = await startServerProcess(env());
+    try {
+      const head = await fetch(`${server.url}/api/v1/events?after=now`, { headers: { "X-API-Key": tenant.admin.key } });
+      const { meta } = await head.json();
+      const waiting = fetch(`${server.url}/api/v1/events?after=${meta.next}&wait=30`, {
+        headers: { "X-API-Key": tenant.admin.key },
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      const stopped = server.stop("SIGTERM");
+      const answer = await waiting;
+      expect(answer.status).toBe(200);
+      expect((await answer.json()).data).toEqual([]);
+      expect(await stopped).toBe(0);
+    } finally {
+      server.child.kill("SIGKILL");
+    }
+  });
+
   it("runs a worker in the server, which SIGTERM stops once its delivery in flight is recorded", async () => {
     const hook = await startReceiver(async (_n, _req, res) => {
       // Answered within the worker's 1 s timeout, but after SIGTERM has arrived.
