@@ -233,3 +233,52 @@ describe("hostile receivers", () => {
     }
   });
 });
+
+describe("fairness between endpoints", () => {
+  it("lets another tenant's delivery through while one tenant's backlog is being sent", { timeout: 90_000 }, async () => {
+    const slowly = () =>
+      startReceiver(async (_n, _req, res) => {
+        await new Promise((r) => setTimeout(r, 100));
+        res.writeHead(200).end();
+      });
+    const flooded = [await slowly(), await slowly()];
+    const other = await tenantWithCamp(t(), "-fair");
+    const otherApp = testApp(t().db, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true" });
+    const quiet = await startReceiver();
+    try {
+      for (const r of flooded) await addEndpoint(app, tenant.admin.key, { url: r.url, types: ["participant.created"] });
+      await addEndpoint(otherApp, other.tenant.admin.key, { url: quiet.url, types: ["participant.created"] });
+      const bulk = await call(app, "POST", "/api/v1/participants/bulk", {
+        key: tenant.admin.key,
+        body: {
+          participants: Array.from({ length: 40 }, (_, i) => ({
+            user_id: `flood-${i}`,
+            instance_id: camp.instanceId,
+            first_name: "F",
+            surname: "L",
+          })),
+        },
+      });
+      expect(bulk.status).toBe(201);
+      const worker = testWorker(t().db, { concurrency: 2, perEndpoint: 1 });
+      worker.start();
+      try {
+        await flooded[0]?.waitFor(3, 60_000);
+        // The backlog is older, but the quiet endpoint takes its turn.
+        const late = await call(otherApp, "POST", "/api/v1/participants", {
+          key: other.tenant.admin.key,
+          body: { user_id: "quiet", instance_id: other.camp.instanceId, first_name: "Q", surname: "T" },
+        });
+        expect(late.status).toBe(201);
+        await quiet.waitFor(1, 60_000);
+        const sent = flooded.reduce((n, r) => n + r.received.length, 0);
+        expect(sent).toBeLessThan(80);
+      } finally {
+        await worker.stop(5_000);
+      }
+    } finally {
+      await quiet.close();
+      for (const r of flooded) await r.close();
+    }
+  });
+});

@@ -165,7 +165,9 @@ create table private.webhook_dispatch (
   event_id      bigint not null,
   -- Since when every attempt has failed (null: the last one succeeded).
   failing_since timestamptz,
-  last_delivered_at timestamptz
+  last_delivered_at timestamptz,
+  -- When a worker last leased one of its deliveries: endpoints take turns.
+  last_claimed_at timestamptz
 );
 comment on table private.webhook_dispatch is
   'Per webhook endpoint: the feed cursor up to which its deliveries are enqueued, and since when it has been failing.';
@@ -238,7 +240,7 @@ create table public.webhook_deliveries (
 comment on table public.webhook_deliveries is
   'One event to one endpoint: pending until a 2xx answer (delivered) or retries run out (failed). Kept 30 days.';
 
-create index webhook_deliveries_due on public.webhook_deliveries (next_attempt_at) where status = 'pending';
+create index webhook_deliveries_due on public.webhook_deliveries (endpoint_id, next_attempt_at) where status = 'pending';
 create index webhook_deliveries_by_endpoint on public.webhook_deliveries (tenant_id, endpoint_id, created_at desc, id desc);
 create index webhook_deliveries_retention on public.webhook_deliveries using brin (created_at);
 
@@ -367,10 +369,13 @@ end
 $$;
 revoke all on function private.dispatch_webhook_events(int) from public;
 
--- Leases up to p_limit due deliveries of enabled endpoints for p_lease, at
--- most p_per_endpoint in flight per endpoint, so one slow receiver cannot take
--- every worker. A delivery whose lease ran out (its worker died) gets an
--- attempt recorded as interrupted, and is leased again.
+-- Leases up to p_limit due deliveries of enabled endpoints for p_lease. Fair
+-- between endpoints: each offers at most p_per_endpoint of its oldest due
+-- deliveries, none while it has p_per_endpoint in flight (one slow receiver
+-- cannot take every worker), and endpoints take turns, the one served longest
+-- ago first (a tenant's backlog cannot starve the others). A delivery whose
+-- lease ran out (its worker died) gets an attempt recorded as interrupted,
+-- and is leased again.
 create function private.claim_webhook_deliveries(p_limit int, p_lease interval, p_per_endpoint int)
   returns table (
     id uuid, tenant_id uuid, endpoint_id uuid, url text, event_id bigint, event_type text, resource_id uuid,
@@ -381,22 +386,29 @@ create function private.claim_webhook_deliveries(p_limit int, p_lease interval, 
 as $$
 begin
   return query
-  with candidates as (
-    select d.id, d.endpoint_id, row_number() over (partition by d.endpoint_id order by d.next_attempt_at) as nth
-    from public.webhook_deliveries d
-    join public.webhook_endpoints w on w.id = d.endpoint_id and w.enabled and w.deleted_at is null
-    where d.status = 'pending' and d.next_attempt_at <= now()
+  with ready as (
+    select w.id, x.last_claimed_at
+    from public.webhook_endpoints w
+    join private.webhook_dispatch x on x.endpoint_id = w.id
+    where w.enabled and w.deleted_at is null
       and (select count(*) from public.webhook_deliveries f
-           where f.endpoint_id = d.endpoint_id and f.status = 'pending' and f.lease_token is not null
+           where f.endpoint_id = w.id and f.status = 'pending' and f.lease_token is not null
              and f.next_attempt_at > now()) < p_per_endpoint
-    order by d.next_attempt_at
-    limit p_limit * 4
+  ), candidates as (
+    select c.id, c.next_attempt_at, c.nth, r.last_claimed_at
+    from ready r
+    cross join lateral (
+      select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at) as nth
+      from public.webhook_deliveries d
+      where d.endpoint_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
+      order by d.next_attempt_at
+      limit p_per_endpoint) c
   ), picked as (
     select d.id, d.lease_token as old_lease, d.leased_at as old_leased_at
     from public.webhook_deliveries d
-    join candidates c on c.id = d.id and c.nth <= p_per_endpoint
+    join candidates c on c.id = d.id
     where d.status = 'pending' and d.next_attempt_at <= now()
-    order by d.next_attempt_at
+    order by c.nth, c.last_claimed_at nulls first, c.next_attempt_at
     limit p_limit
     for update of d skip locked
   ), interrupted as (
@@ -410,6 +422,9 @@ begin
         tries = d.tries + 1, cycle_started_at = coalesce(d.cycle_started_at, now())
     from picked p where d.id = p.id
     returning d.*
+  ), turns as (
+    update private.webhook_dispatch x set last_claimed_at = now()
+    where x.endpoint_id in (select l.endpoint_id from leased l)
   )
   select l.id, l.tenant_id, l.endpoint_id, w.url, l.event_id, l.event_type, l.resource_id, l.occurred_at, l.tries,
          l.cycle_started_at, l.lease_token,
