@@ -44,7 +44,18 @@ const timestampFilter = () =>
 
 const Query = z.object({
   resource_type: z
-    .enum(["instance", "supergroup", "subgroup", "block", "room", "participant", "user", "api_key", "webhook_endpoint", ...CARE_RESOURCES])
+    .enum([
+      "instance",
+      "supergroup",
+      "subgroup",
+      "block",
+      "room",
+      "participant",
+      "user",
+      "api_key",
+      "webhook_endpoint",
+      ...CARE_RESOURCES,
+    ])
     .optional()
     .openapi({ description: `Care resources (${CARE_RESOURCES.join(", ")}) are seen only with care access` }),
   resource_id: idFilter(),
