@@ -93,6 +93,36 @@ describe("the event feed", () => {
     ]);
   });
 
+  it("has no event for safeguarding records, nor for reading them", async () => {
+    const key = tenant.admin.key;
+    const nurse = await tenant.addUser("staff", { withKey: false });
+    expect((await call(app, "PATCH", `/api/v1/users/${nurse.userId}`, { key, body: { care_access: "write" } })).status).toBe(200);
+    const issued = await call(app, "POST", "/api/v1/api-keys/generate", {
+      key,
+      body: { email: nurse.email, scopes: ["read", "write", "care"] },
+    });
+    expect(issued.status).toBe(201);
+    const care = issued.body.data.key as string;
+    const id = await newParticipant(key, "cared-for");
+    const { next: start } = await feedUntil(app, key, (e) => ofResource(e, id).length > 0);
+    const base = `/api/v1/participants/${id}`;
+    const writes: Array<[string, string, unknown]> = [
+      ["POST", `${base}/contacts`, { name: "Gran", phone: "+44 20 7946 0958", emergency: true, emergency_order: 1 }],
+      ["PUT", `${base}/care`, { care_notes: "needs an inhaler", allergies: [{ name: "peanuts", severity: "anaphylactic" }] }],
+      ["PUT", `${base}/consents`, { photo: "granted", emergency_medical_treatment: "granted" }],
+    ];
+    for (const [method, path, body] of writes)
+      expect((await call(app, method, path, { key: care, body })).status, path).toBeLessThan(300);
+    for (const path of [`${base}/contacts`, `${base}/care`, `${base}/consents`]) {
+      expect((await call(app, "GET", path, { key: care })).status).toBe(200);
+    }
+    // A change of the participant after them: once it is served, anything before it would have been too.
+    expect((await call(app, "PATCH", base, { key, body: { surname: "After" } })).status).toBe(200);
+    const { events } = await feedUntil(app, key, (e) => e.some((x) => x.type === "participant.updated"), { after: start });
+    expect(events.map((e) => e.type)).toEqual(["participant.updated"]);
+    expect(JSON.stringify(events)).not.toMatch(/Gran|inhaler|peanuts/);
+  });
+
   it("knows exactly the types the database derives", async () => {
     const derived = await t().admin(
       `select distinct private.event_type_of(r, a, c) as type
