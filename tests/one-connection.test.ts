@@ -249,6 +249,10 @@ async function sample(f: Fixture, method: string, path: string): Promise<Sample>
       return { path: path.replace("{userId}", f.participantId), key: admin, ...(await photo()) };
     case "GET /api/v1/photos/user/{userId}":
       return { path: path.replace("{userId}", f.participantId), key: admin, ok: [200, 404] };
+    case "POST /api/v1/webhook-endpoints":
+      return { path, key: admin, body: { url: "https://hooks.example.org/camp", types: ["participant.created"] } };
+    case "GET /api/v1/events":
+      return { path: `${path}?after=now`, key: admin };
     default:
       // An operation added since: its path ids are this tenant's participant's, a body empty.
       return {
