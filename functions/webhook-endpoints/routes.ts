@@ -123,7 +123,7 @@ const DeliveryQuery = z.object({
 });
 const DeliveryParams = z.object({
   id: cleanText().openapi({ param: { name: "id", in: "path" }, format: "uuid" }),
-  delivery_id: cleanText().openapi({ param: { name: "delivery_id", in: "path" }, format: "uuid" }),
+  deliveryId: cleanText().openapi({ param: { name: "deliveryId", in: "path" }, format: "uuid" }),
 });
 
 const tags = ["webhooks"];
@@ -190,7 +190,7 @@ const deliveriesRoute = createRoute({
   responses: { 200: json(listOf(Delivery), "A page of deliveries"), ...errors(400, 401, 403, 404) },
 });
 const redeliverRoute = createRoute({
-  ...route("post", "/{id}/deliveries/{delivery_id}/redeliver"),
+  ...route("post", "/{id}/deliveries/{deliveryId}/redeliver"),
   summary: "Send a delivery again, with a new cycle of retries (admins); 409 while it is being sent or the endpoint is disabled",
   request: { params: DeliveryParams },
   responses: { 200: json(dataOf(Delivery), "The delivery, due now"), ...errors(401, 403, 404, 409) },
@@ -283,7 +283,7 @@ export const webhookEndpointRoutes = newRouter()
   })
   .openapi(redeliverRoute, async (c) => {
     adminOnly(c);
-    const { id, delivery_id: deliveryId } = c.req.valid("param");
+    const { id, deliveryId } = c.req.valid("param");
     if (!isUuid(id) || !isUuid(deliveryId)) throw notFound("webhook delivery");
     const delivery = await c.get("tenant").run(async (sql) => {
       const result = await redeliver(sql, id, deliveryId);
