@@ -53,8 +53,10 @@ export class BenchServer {
       cwd: root,
       execArgv: ["--import", "tsx", ...profile],
       // Limits counted as in production, but never reached: the load is one client per key.
+      // No webhook worker: its look at the queue every second would be counted with the requests it measures.
       env: {
         RATE_LIMIT_PER_MINUTE: "1000000",
+        WEBHOOK_WORKER: "false",
         ...process.env,
         ...options.env,
         DATABASE_URL: databaseUrl,
