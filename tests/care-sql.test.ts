@@ -233,6 +233,24 @@ describe("care data as the API role", () => {
   });
 });
 
+describe("the photo answer's one bit", () => {
+  it("is told to any caller of the participant's tenant, and to no other tenant", async () => {
+    await t().admin(
+      "insert into participant_consents (tenant_id, participant_id, kind, status) values ($1, $2, 'photo', 'refused')",
+      [b.tenant, b.participant],
+    );
+    const refused = (claims: Claims) =>
+      as(
+        "camp_api",
+        claims,
+        async (client) =>
+          (await client.query("select private.photo_consent_refused($1) as refused", [b.participant])).rows[0].refused,
+      );
+    expect(await refused(bearer(b, b.staffNone))).toBe(true);
+    expect(await refused(bearer(a, a.admin))).toBe(false);
+  });
+});
+
 describe("behind the door: camp_care's own policies", () => {
   it("show a principal without care access zero rows and refuse its writes", async () => {
     for (const claims of [bearer(a, a.staffNone), withKey(a, a.staffRead, a.keys.noCare), {}]) {
