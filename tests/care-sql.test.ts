@@ -137,6 +137,14 @@ describe("care data as the API role", () => {
     }
   });
 
+  it("holds no rights of camp_care, the role behind the doors, which is no superuser, bypasses no RLS and cannot log in", async () => {
+    const roles = await t().admin(
+      `select pg_has_role('camp_api', 'camp_care', 'member') as api_in_care, r.rolsuper, r.rolbypassrls, r.rolcanlogin
+       from pg_roles r where r.rolname = 'camp_care'`,
+    );
+    expect(roles.rows[0]).toEqual({ api_in_care: false, rolsuper: false, rolbypassrls: false, rolcanlogin: false });
+  });
+
   it("lets a user with care_access none in through no door (403), whatever the credential", async () => {
     for (const claims of [bearer(a, a.staffNone), withKey(a, a.staffNone, a.keys.readCare)]) {
       for (const [name, text] of doors(a.participant)) {
