@@ -5,6 +5,7 @@ import { MemoryPhotoStore } from "../functions/photos/memory-store.ts";
 import { connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/roles.ts";
 import { addCampStructure } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
+import { drainFeed } from "./support/events.ts";
 import { type CallOptions, call, newTenant, signToken, type TestTenant } from "./support/fixtures.ts";
 import { image } from "./support/images.ts";
 import { useLogCapture } from "./support/logs.ts";
@@ -112,6 +113,13 @@ describe("care data stays out of", () => {
         expect(leaked(JSON.stringify(answer.body))).toEqual([]);
       }
     }
+  });
+
+  it("the event feed (and so webhooks, which send its events): no care event, no care value", async () => {
+    const { events } = await drainFeed(app, tenant.admin.key);
+    expect(events.length).toBeGreaterThan(0);
+    expect(events.filter((e) => /contact|care|consent/.test(e.type))).toEqual([]);
+    expect(leaked(JSON.stringify(events))).toEqual([]);
   });
 
   it("the CSV export, which also takes no care filter", async () => {
