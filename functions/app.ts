@@ -16,7 +16,7 @@ import { bodyPolicy } from "./http/body-policy.ts";
 import { cors } from "./http/cors.ts";
 import { handleError } from "./http/error-handler.ts";
 import { idempotency } from "./http/idempotency.ts";
-import { newRouter } from "./http/openapi.ts";
+import { newRouter, registerContract } from "./http/openapi.ts";
 import { QueryRules } from "./http/query-rules.ts";
 import { RateLimiter } from "./http/rate-limit.ts";
 import { requestId } from "./http/request-id.ts";
@@ -126,8 +126,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(photoStore));
 
-  app.openAPIRegistry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
-  app.openAPIRegistry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", bearerFormat: "JWT" });
+  registerContract(app);
 
   app.notFound((c) => handleError(new Error("unreachable: the route table answers first"), c));
   app.onError(handleError);

@@ -18,18 +18,27 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
-/** One offending field: `{field: "sub_group_id", issue: "does not belong to super_group_id"}`. */
+/**
+ * One offending field: `{field: "sub_group_id", issue: "does not belong to super_group_id"}`.
+ * `field` is the name a client sent (a body field, with `.` and the index for
+ * nested ones: `participants.3.first_name`; a query parameter; a header such as
+ * `If-Match`; `body` for the body as a whole). A CSV import adds the file's
+ * `line` and the header's `column`. The error schema (http/openapi.ts) is
+ * derived from this; to say more in an issue, add an optional member here.
+ */
 export interface FieldIssue {
   field: string;
   issue: string;
+  line?: number;
+  column?: string;
 }
 
-export type ErrorDetails = FieldIssue | FieldIssue[] | string | Record<string, unknown> | unknown[];
+/** `details` is always a list; one issue may be given alone. */
+export type ErrorDetails = FieldIssue | readonly FieldIssue[];
 
 /** Seconds a client is asked to wait after a 503, in its Retry-After header. */
 const SERVICE_RETRY_AFTER_SECONDS = "2";
 
-/** An error meant for the client: its code, message and details are sent as they are. */
 /**
  * Headers an error of a kind always carries: a 503 is a passing state (a
  * database restart, a storage outage), so it says when to try again; a 401
@@ -40,16 +49,17 @@ const DEFAULT_HEADERS: Partial<Record<ErrorCode, Record<string, string>>> = {
   UNAUTHORIZED: { "WWW-Authenticate": 'ApiKey realm="camp", header="X-API-Key", Bearer realm="camp"' },
 };
 
+/** An error meant for the client: its code, message and details are sent as they are. */
 export class ApiError extends Error {
   readonly code: ErrorCode;
-  readonly details?: ErrorDetails;
+  readonly details?: FieldIssue[];
   readonly headers?: Record<string, string>;
 
   constructor(code: ErrorCode, message: string, details?: ErrorDetails, headers?: Record<string, string>) {
     super(message);
     this.name = "ApiError";
     this.code = code;
-    this.details = details;
+    this.details = details === undefined ? undefined : Array.isArray(details) ? [...details] : [details as FieldIssue];
     this.headers = { ...DEFAULT_HEADERS[code], ...headers };
   }
 

@@ -52,7 +52,7 @@ describe("blocks", () => {
   it("refuse an instance that does not exist with 400 naming instance_id", async () => {
     const res = await api.post(BLOCKS, { name: "B", instance_id: MISSING_ID });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "instance_id" } });
+    expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "instance_id" }] });
   });
 
   it("refuse a name already used in the instance with 409 CONFLICT, whatever its case", async () => {
@@ -60,7 +60,7 @@ describe("blocks", () => {
     await newBlock(instance, "North");
     const res = await api.post(BLOCKS, { name: "north", instance_id: instance });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: { field: "name" } });
+    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "name" }] });
     expect((await api.post(BLOCKS, { name: "North", instance_id: await newInstance() })).status).toBe(201);
   });
 
@@ -93,7 +93,7 @@ describe("blocks", () => {
     expect(empty.body.error.details).toEqual([expect.objectContaining({ field: "body" })]);
     const move = await api.patch(`${BLOCKS}/${id}`, { instance_id: await newInstance() });
     expect(move.status).toBe(400);
-    expect(move.body.error.details).toMatchObject({ field: "instance_id" });
+    expect(move.body.error.details).toMatchObject([{ field: "instance_id" }]);
   });
 
   it.each([
@@ -173,7 +173,7 @@ describe("rooms", () => {
     for (const block of [MISSING_ID, deleted, await newBlock(other)]) {
       const res = await api.post(ROOMS, { room_number: "1", instance_id: instance, block_id: block });
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "block_id" } });
+      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "block_id" }] });
     }
   });
 
@@ -183,7 +183,7 @@ describe("rooms", () => {
     await newRoom(instance, north, "A1");
     const res = await api.post(ROOMS, { room_number: "a1", instance_id: instance, block_id: north });
     expect(res.status).toBe(409);
-    expect(res.body.error.details).toMatchObject({ field: "room_number" });
+    expect(res.body.error.details).toMatchObject([{ field: "room_number" }]);
     expect((await api.post(ROOMS, { room_number: "A1", instance_id: instance, block_id: south })).status).toBe(201);
   });
 
@@ -217,7 +217,7 @@ describe("rooms", () => {
     const id = await newRoom(instance, await newBlock(instance));
     const res = await api.patch(`${ROOMS}/${id}`, { block_id: await newBlock(other) });
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toMatchObject({ field: "block_id" });
+    expect(res.body.error.details).toMatchObject([{ field: "block_id" }]);
   });
 
   it("refuse a move to another instance with 400 naming instance_id", async () => {
@@ -225,7 +225,7 @@ describe("rooms", () => {
     const id = await newRoom(instance, await newBlock(instance));
     const res = await api.patch(`${ROOMS}/${id}`, { instance_id: other, block_id: await newBlock(other) });
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toMatchObject({ field: "instance_id" });
+    expect(res.body.error.details).toMatchObject([{ field: "instance_id" }]);
   });
 
   it.each([
@@ -239,7 +239,7 @@ describe("rooms", () => {
     if (deleted) await t().admin("update public.participants set deleted_at = now() where id = $1", [participant]);
     const res = await api.patch(`${ROOMS}/${room}`, { block_id: south });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: { field: "block_id" } });
+    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "block_id" }] });
   });
 
   it("refuse a delete with 409 while a live participant is in them", async () => {
@@ -289,7 +289,7 @@ describe("blocks and rooms in an archived instance", () => {
     for (const attempt of attempts) {
       const res = await attempt();
       expect(res.status).toBe(409);
-      expect(res.body.error).toMatchObject({ code: "CONFLICT", details: { field: "instance_id" } });
+      expect(res.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "instance_id" }] });
     }
     expect((await api.get(`${ROOMS}/${room}`)).body.data.capacity).toBeNull();
 

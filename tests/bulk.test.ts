@@ -82,7 +82,7 @@ describe("POST /api/v1/participants/bulk", () => {
     expect(res.body.success).toBe(false);
     expect(res.body.error.code).toBe("VALIDATION_ERROR");
     expect(res.body.error.message).toMatch(/1 of 20 rows are invalid; nothing was created/);
-    expect(res.body.error.details).toEqual([{ index: 13, field: "date_of_birth", issue: "is not a calendar date" }]);
+    expect(res.body.error.details).toEqual([{ field: "participants.13.date_of_birth", issue: "is not a calendar date" }]);
     expect(await countIn(instance)).toBe(0);
   });
 
@@ -90,8 +90,8 @@ describe("POST /api/v1/participants/bulk", () => {
     const res = await bulk([row({ user_id: "twin" }), row(), row({ user_id: "twin" }), row({ user_id: "twin" })]);
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual([
-      { index: 2, field: "user_id", issue: "is used twice in this batch (also row 0)" },
-      { index: 3, field: "user_id", issue: "is used twice in this batch (also row 0)" },
+      { field: "participants.2.user_id", issue: "is used twice in this batch (also row 0)" },
+      { field: "participants.3.user_id", issue: "is used twice in this batch (also row 0)" },
     ]);
   });
 
@@ -124,18 +124,18 @@ describe("POST /api/v1/participants/bulk", () => {
     expect(res.status).toBe(400);
     expect(res.body.error.message).toMatch(/^11 of 12 rows are invalid/);
     expect(res.body.error.details).toEqual([
-      { index: 1, field: "first_name", issue: "is required" },
-      { index: 2, field: "gender", issue: "must be one of Male, Female, Other" },
-      { index: 2, field: "departure_date", issue: "is not a calendar date" },
-      { index: 3, field: "user_id", issue: "is already used by a participant of this instance" },
-      { index: 4, field: "super_group_id", issue: "does not belong to instance_id" },
-      { index: 5, field: "sub_group_id", issue: "does not belong to instance_id" },
-      { index: 6, field: "room_id", issue: "does not belong to instance_id" },
-      { index: 7, field: "departure_date", issue: "must not be before arrival_date" },
-      { index: 8, field: "instance_id", issue: "does not exist" },
-      { index: 9, field: "room_id", issue: "does not exist" },
-      { index: 10, field: "row", issue: expect.any(String) },
-      { index: 11, field: "super_group_id", issue: "is required when sub_group_id is set" },
+      { field: "participants.1.first_name", issue: "is required" },
+      { field: "participants.2.gender", issue: "must be one of Male, Female, Other" },
+      { field: "participants.2.departure_date", issue: "is not a calendar date" },
+      { field: "participants.3.user_id", issue: "is already used by a participant of this instance" },
+      { field: "participants.4.super_group_id", issue: "does not belong to instance_id" },
+      { field: "participants.5.sub_group_id", issue: "does not belong to instance_id" },
+      { field: "participants.6.room_id", issue: "does not belong to instance_id" },
+      { field: "participants.7.departure_date", issue: "must not be before arrival_date" },
+      { field: "participants.8.instance_id", issue: "does not exist" },
+      { field: "participants.9.room_id", issue: "does not exist" },
+      { field: "participants.10", issue: expect.any(String) },
+      { field: "participants.11.super_group_id", issue: "is required when sub_group_id is set" },
     ]);
     expect(await countIn(camp.instanceId)).toBe(before);
   });
@@ -157,8 +157,8 @@ describe("POST /api/v1/participants/bulk", () => {
     const res = await bulk([row({ super_group_id: sg2, sub_group_id: sub2 }), row({ block_id: block2, room_id: camp.roomId })]);
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual([
-      { index: 0, field: "sub_group_id", issue: "does not belong to super_group_id" },
-      { index: 1, field: "room_id", issue: "does not belong to block_id" },
+      { field: "participants.0.sub_group_id", issue: "does not belong to super_group_id" },
+      { field: "participants.1.room_id", issue: "does not belong to block_id" },
     ]);
   });
 
@@ -174,11 +174,11 @@ describe("POST /api/v1/participants/bulk", () => {
     ]);
     expect(res.status).toBe(400);
     expect(res.body.error.details).toEqual([
-      { index: 0, field: "instance_id", issue: "does not exist" },
-      { index: 1, field: "super_group_id", issue: "does not exist" },
-      { index: 2, field: "sub_group_id", issue: "does not exist" },
-      { index: 3, field: "block_id", issue: "does not exist" },
-      { index: 4, field: "room_id", issue: "does not exist" },
+      { field: "participants.0.instance_id", issue: "does not exist" },
+      { field: "participants.1.super_group_id", issue: "does not exist" },
+      { field: "participants.2.sub_group_id", issue: "does not exist" },
+      { field: "participants.3.block_id", issue: "does not exist" },
+      { field: "participants.4.room_id", issue: "does not exist" },
     ]);
     expect(await countIn(theirs.instanceId)).toBe(0);
   });
@@ -188,7 +188,9 @@ describe("POST /api/v1/participants/bulk", () => {
     await t().admin("update instances set status = 'archived' where id = $1", [archived]);
     const res = await bulk([row({ instance_id: archived })]);
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual([{ index: 0, field: "instance_id", issue: "instance is archived and read-only" }]);
+    expect(res.body.error.details).toEqual([
+      { field: "participants.0.instance_id", issue: "instance is archived and read-only" },
+    ]);
   });
 
   it("takes 1,000 full rows (over the 1 MB JSON limit) and refuses 1,001 or none", async () => {

@@ -267,7 +267,7 @@ describe("a refused photo consent", () => {
 
     const again = await upload(app, key, id, jpeg);
     expect(again.status).toBe(409);
-    expect(again.body.error.details).toEqual({ field: "photo", issue: "photo consent is refused" });
+    expect(again.body.error.details).toEqual([{ field: "photo", issue: "photo consent is refused" }]);
     const linked = await call(app, "PUT", `/api/v1/participants/${id}`, {
       ...admin,
       body: { photo_link: "https://photos.example.org/pia.jpg" },

@@ -167,7 +167,7 @@ describe("POST /api/v1/participants/import", () => {
     // Another tenant's instance is not a place to import into; to its owner it works.
     const foreign = await importCsv(theirs.instanceId, "user_id,first_name,surname\ny1,Ada,Lovelace\n");
     expect(foreign.status).toBe(400);
-    expect(foreign.body.error.details).toEqual({ field: "instance_id", issue: "does not exist" });
+    expect(foreign.body.error.details).toEqual([{ field: "instance_id", issue: "does not exist" }]);
     expect(
       (await importCsv(theirs.instanceId, "user_id,first_name,surname\ny1,Ada,Lovelace\n", { as: stranger.admin.key })).status,
     ).toBe(201);

@@ -252,7 +252,7 @@ describe("the event feed", () => {
     }
     const answer = await call(app, "GET", `/api/v1/events?after=${old}`, { key });
     expect(answer.status).toBe(400);
-    expect(answer.body.error.details).toMatchObject({ field: "after" });
+    expect(answer.body.error.details).toMatchObject([{ field: "after" }]);
     expect(answer.body.error.message).toContain("after=now");
     const head = await feedPage(app, key, "after=now");
     expect((await drainFeed(app, key, head.body.meta.next)).events).toEqual([]);

@@ -77,7 +77,7 @@ describe("POST /api/v1/groups/supergroups", () => {
   ])("refuses an instance that %s with 400 naming instance_id", async (_, instanceId) => {
     const res = await api.post(SUPERGROUPS, { name: "G", instance_id: await instanceId() });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "instance_id" } });
+    expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "instance_id" }] });
   });
 
   it("refuses a name already used in the instance, whatever its case and spaces, with 409", async () => {
@@ -85,7 +85,7 @@ describe("POST /api/v1/groups/supergroups", () => {
     await newSupergroup(instance, "Eagles");
     const res = await api.post(SUPERGROUPS, { name: "  eAGLES ", instance_id: instance });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: { field: "name" } });
+    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "name" }] });
   });
 
   it("allows the same name in another instance, and again after the first is deleted", async () => {
@@ -143,7 +143,7 @@ describe("GET, PUT, PATCH, DELETE /api/v1/groups/supergroups/{id}", () => {
     expect(res.status).toBe(400);
     expect(res.body.error).toMatchObject({
       code: "VALIDATION_ERROR",
-      details: { field: "instance_id", issue: expect.stringMatching(/cannot be changed/) },
+      details: [{ field: "instance_id", issue: expect.stringMatching(/cannot be changed/) }],
     });
   });
 
@@ -153,7 +153,7 @@ describe("GET, PUT, PATCH, DELETE /api/v1/groups/supergroups/{id}", () => {
     const id = await newSupergroup(instance, "Free");
     const res = await api.put(`${SUPERGROUPS}/${id}`, { name: "taken" });
     expect(res.status).toBe(409);
-    expect(res.body.error.details).toMatchObject({ field: "name" });
+    expect(res.body.error.details).toMatchObject([{ field: "name" }]);
   });
 
   it.each([
@@ -211,7 +211,7 @@ describe("subgroups", () => {
     for (const parent of [MISSING_ID, deleted, elsewhere]) {
       const res = await api.post(SUBGROUPS, { name: "Nest", instance_id: instance, parent_supergroup_id: parent });
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "parent_supergroup_id" } });
+      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "parent_supergroup_id" }] });
     }
   });
 
@@ -221,7 +221,7 @@ describe("subgroups", () => {
     await api.create("subgroups", { name: "Nest", instance_id: instance, parent_supergroup_id: one });
     const again = await api.post(SUBGROUPS, { name: "NEST ", instance_id: instance, parent_supergroup_id: one });
     expect(again.status).toBe(409);
-    expect(again.body.error.details).toMatchObject({ field: "name" });
+    expect(again.body.error.details).toMatchObject([{ field: "name" }]);
     expect((await api.post(SUBGROUPS, { name: "Nest", instance_id: instance, parent_supergroup_id: two })).status).toBe(201);
   });
 
@@ -241,7 +241,7 @@ describe("subgroups", () => {
     for (const target of [await newSupergroup(other), MISSING_ID]) {
       const res = await api.patch(`${SUBGROUPS}/${sub.id}`, { parent_supergroup_id: target });
       expect(res.status).toBe(400);
-      expect(res.body.error.details).toMatchObject({ field: "parent_supergroup_id" });
+      expect(res.body.error.details).toMatchObject([{ field: "parent_supergroup_id" }]);
     }
   });
 
@@ -256,7 +256,7 @@ describe("subgroups", () => {
     if (deleted) await t().admin("update public.participants set deleted_at = now() where id = $1", [participant]);
     const res = await api.put(`${SUBGROUPS}/${sub.id}`, { parent_supergroup_id: two });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: { field: "parent_supergroup_id" } });
+    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "parent_supergroup_id" }] });
     expect((await api.get(`${SUBGROUPS}/${sub.id}`)).body.data.parent_supergroup_id).toBe(one);
   });
 
@@ -272,7 +272,7 @@ describe("subgroups", () => {
       parent_supergroup_id: await newSupergroup(other),
     });
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toMatchObject({ field: "instance_id" });
+    expect(res.body.error.details).toMatchObject([{ field: "instance_id" }]);
   });
 
   it("are gone after a soft delete, which a live participant refuses with 409", async () => {

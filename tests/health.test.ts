@@ -5,6 +5,7 @@ import { Database } from "../functions/db/database.ts";
 import { MemoryPhotoStore } from "../functions/photos/memory-store.ts";
 import type { PhotoStore } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, PHOTO_BUCKET_SETTINGS, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
+import { validated } from "./support/contract.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, testApp } from "./support/fixtures.ts";
 import { startStorageStandIn } from "./support/storage-stand-in.ts";
@@ -13,7 +14,7 @@ const t = useTestDatabase();
 
 describe("GET /health", () => {
   it("reports the service and the database as up, without a credential", async () => {
-    const app = createApp({ db: t().db, config: loadConfig({}), photoStore: new MemoryPhotoStore() });
+    const app = validated(createApp({ db: t().db, config: loadConfig({}), photoStore: new MemoryPhotoStore() }));
     const res = await call(app, "GET", "/health");
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
@@ -25,7 +26,8 @@ describe("GET /health", () => {
   it("tells photo storage that works from storage that is down or refuses the service, and stays 200", async () => {
     const storage = await startStorageStandIn({ buckets: { [PHOTO_BUCKET]: { ...PHOTO_BUCKET_SETTINGS } } });
     const stateWith = async (store: PhotoStore) =>
-      (await call(createApp({ db: t().db, config: loadConfig({}), photoStore: store }), "GET", "/health")).body.data.storage;
+      (await call(validated(createApp({ db: t().db, config: loadConfig({}), photoStore: store })), "GET", "/health")).body.data
+        .storage;
     try {
       expect(await stateWith(new SupabasePhotoStore(storage.url, storage.serviceKey))).toBe("ok");
       expect(await stateWith(new SupabasePhotoStore(storage.url, storage.anonKey))).toBe("misconfigured");
@@ -42,7 +44,9 @@ describe("GET /health", () => {
       await storage.close();
     }
     const res = await call(
-      createApp({ db: t().db, config: loadConfig({}), photoStore: new SupabasePhotoStore(storage.url, storage.serviceKey) }),
+      validated(
+        createApp({ db: t().db, config: loadConfig({}), photoStore: new SupabasePhotoStore(storage.url, storage.serviceKey) }),
+      ),
       "GET",
       "/health",
     );

@@ -147,7 +147,7 @@ describe("PUT and PATCH /api/v1/instances/{id}", () => {
     const created = await api.create("instances", { name: "Dated", start_date: "2026-07-10" });
     const res = await api.patch(`/api/v1/instances/${created.id}`, { end_date: "2026-07-01" });
     expect(res.status).toBe(400);
-    expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "end_date" } });
+    expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "end_date" }] });
   });
 
   it("ignores read-only fields sent along with a real change", async () => {

@@ -87,7 +87,7 @@ describe("a deactivated user", () => {
     expect((await patchUser(tenant.admin.key, leaver.userId, { active: false })).status).toBe(200);
     const refused = await generate(tenant.admin.key, { email: leaver.email });
     expect(refused.status).toBe(409);
-    expect(refused.body.error.details).toMatchObject({ field: "email" });
+    expect(refused.body.error.details).toMatchObject([{ field: "email" }]);
     const back = await patchUser(tenant.admin.key, leaver.userId, { active: true });
     expect(back.body.data).toMatchObject({ active: true, has_live_key: false });
     expect((await call(app, "GET", "/api/v1/api-keys/my-key", { key: leaver.key })).status).toBe(401);
@@ -139,10 +139,10 @@ describe("the last admin who can administer", () => {
     const { own } = await withReadOnlyAdmin();
     const demoted = await patchUser(own.admin.key, own.admin.userId, { role: "staff" });
     expect(demoted.status).toBe(409);
-    expect(demoted.body.error.details).toMatchObject({ field: "role" });
+    expect(demoted.body.error.details).toMatchObject([{ field: "role" }]);
     const off = await patchUser(own.admin.key, own.admin.userId, { active: false });
     expect(off.status).toBe(409);
-    expect(off.body.error.details).toMatchObject({ field: "active" });
+    expect(off.body.error.details).toMatchObject([{ field: "active" }]);
     // Nor by SQL: the rule is the database's.
     await expect(t().admin("update users set role = 'staff' where id = $1", [own.admin.userId])).rejects.toMatchObject({
       code: "CA409",

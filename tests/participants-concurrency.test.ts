@@ -75,7 +75,7 @@ describe("participants under concurrency", () => {
       ]);
       expect([first.status, second.status].sort()).toEqual([201, 409]);
       const loser = first.status === 409 ? first : second;
-      expect(loser.body.error).toMatchObject({ code: "CONFLICT", details: { field: "user_id" } });
+      expect(loser.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "user_id" }] });
       const stored = await t().admin("select count(*)::int as n from public.participants where user_id = $1", [`race-${round}`]);
       expect(stored.rows[0].n).toBe(1);
     }
@@ -141,7 +141,7 @@ describe("participants under concurrency", () => {
 
     for (const res of [await assignment, await creation]) {
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "room_id" } });
+      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "room_id" }] });
     }
     const live = await t().admin("select count(*)::int as n from public.participants where room_id = $1 and deleted_at is null", [
       room,

@@ -92,7 +92,7 @@ describe("participants across tenants", () => {
     });
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("VALIDATION_ERROR");
-    expect(res.body.error.details).toMatchObject({ field });
+    expect(res.body.error.details).toMatchObject([{ field }]);
     expect(await snapshotOfA()).toEqual(before);
   });
 
@@ -107,7 +107,7 @@ describe("participants across tenants", () => {
     for (const method of ["PUT", "PATCH"]) {
       const res = await call(app, method, `${BASE}/${participantB.id}`, { key: b.admin.key, body: refs() });
       expect(res.status).toBe(400);
-      expect(res.body.error.details).toMatchObject({ field });
+      expect(res.body.error.details).toMatchObject([{ field }]);
     }
     expect(await snapshotOfA()).toEqual(before);
     const own = await call(app, "GET", `${BASE}/${participantB.id}`, { key: b.admin.key });

@@ -47,7 +47,7 @@ async function create(overrides: Record<string, unknown> = {}) {
 // biome-ignore lint/suspicious/noExplicitAny: error bodies are read loosely
 function fields(body: any): string[] {
   const details = body.error.details;
-  return [...new Set<string>((Array.isArray(details) ? details : [details]).map((d: { field: string }) => d.field))];
+  return [...new Set<string>(details.map((d: { field: string }) => d.field))];
 }
 
 describe("POST /api/v1/participants", () => {
@@ -161,7 +161,7 @@ describe("POST /api/v1/participants", () => {
       body: minimal({ arrival_date: "2026-07-10", departure_date: "2026-07-09" }),
     });
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual({ field: "departure_date", issue: "must not be before arrival_date" });
+    expect(res.body.error.details).toEqual([{ field: "departure_date", issue: "must not be before arrival_date" }]);
     expect((await create({ arrival_date: "2026-07-10", departure_date: "2026-07-10" })).departure_date).toBe("2026-07-10");
   });
 
@@ -223,11 +223,11 @@ describe("POST /api/v1/participants", () => {
       body: minimal({ super_group_id: camp.supergroupId, sub_group_id: subgroup2 }),
     });
     expect(sub.status).toBe(400);
-    expect(sub.body.error.details).toEqual({ field: "sub_group_id", issue: "does not belong to super_group_id" });
+    expect(sub.body.error.details).toEqual([{ field: "sub_group_id", issue: "does not belong to super_group_id" }]);
 
     const room = await call(app, "POST", BASE, { key, body: minimal({ block_id: camp.blockId, room_id: room2 }) });
     expect(room.status).toBe(400);
-    expect(room.body.error.details).toEqual({ field: "room_id", issue: "does not belong to block_id" });
+    expect(room.body.error.details).toEqual([{ field: "room_id", issue: "does not belong to block_id" }]);
   });
 
   it.each([
@@ -266,7 +266,7 @@ describe("POST /api/v1/participants", () => {
     const first = await create();
     const res = await call(app, "POST", BASE, { key, body: minimal({ user_id: first.user_id }) });
     expect(res.status).toBe(409);
-    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: { field: "user_id" } });
+    expect(res.body.error).toMatchObject({ code: "CONFLICT", details: [{ field: "user_id" }] });
     const elsewhere = await call(app, "POST", BASE, {
       key,
       body: minimal({ user_id: first.user_id, instance_id: other.instanceId }),
@@ -482,7 +482,7 @@ describe("PUT and PATCH /api/v1/participants/{id}", () => {
     const second = await create();
     const res = await call(app, "PATCH", `${BASE}/${second.id}`, { key, body: { user_id: first.user_id } });
     expect(res.status).toBe(409);
-    expect(res.body.error.details).toMatchObject({ field: "user_id" });
+    expect(res.body.error.details).toMatchObject([{ field: "user_id" }]);
   });
 
   it.each([MISSING, "not-a-uuid"])("answers 404 for %s, before looking at the body", async (id) => {

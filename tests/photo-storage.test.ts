@@ -7,6 +7,7 @@ import { loadConfig } from "../functions/config.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, PHOTO_BUCKET_SETTINGS, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
 import { FilePhotoStore } from "../node/photo-files.ts";
+import { validated } from "./support/contract.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { newTenant, TEST_JWT_SECRET, type TestTenant } from "./support/fixtures.ts";
 import { image } from "./support/images.ts";
@@ -126,15 +127,17 @@ describe("Supabase Storage adapter (against the local stand-in)", () => {
   let tenant: TestTenant;
   let participantId: string;
   const supabaseApp = (env: Record<string, string> = {}) =>
-    createApp({
-      db: t().db,
-      config: loadConfig({
-        AUTH_JWT_SECRET: TEST_JWT_SECRET,
-        SUPABASE_URL: storage.url,
-        SUPABASE_SERVICE_ROLE_KEY: storage.serviceKey,
-        ...env,
+    validated(
+      createApp({
+        db: t().db,
+        config: loadConfig({
+          AUTH_JWT_SECRET: TEST_JWT_SECRET,
+          SUPABASE_URL: storage.url,
+          SUPABASE_SERVICE_ROLE_KEY: storage.serviceKey,
+          ...env,
+        }),
       }),
-    });
+    );
 
   beforeAll(async () => {
     tenant = await newTenant(t().db);
@@ -180,7 +183,7 @@ describe("Supabase Storage adapter (against the local stand-in)", () => {
   });
 
   it("answers 503 for photos when no store is configured at all", async () => {
-    const app = createApp({ db: t().db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET }) });
+    const app = validated(createApp({ db: t().db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET }) }));
     const res = await upload(app, tenant.admin.key, participantId, await image("png"));
     expect(res.status).toBe(503);
     expect(res.body.error.message).toBe("photo storage is not configured");

@@ -126,7 +126,10 @@ describe("POST /api/v1/photos/user/{userId}", () => {
 
     const over = await upload(app, tenant.admin.key, participantId, await jpegOfSize(MAX_PHOTO_BYTES + 1));
     expect(over.status).toBe(413);
-    expect(over.body.error).toMatchObject({ code: "PAYLOAD_TOO_LARGE", details: { max_bytes: MAX_PHOTO_BYTES } });
+    expect(over.body.error).toMatchObject({
+      code: "PAYLOAD_TOO_LARGE",
+      details: [{ field: "photo", issue: `must be at most ${MAX_PHOTO_BYTES} bytes` }],
+    });
     expect(await store.list(`${tenant.tenantId}/${participantId}/`)).toHaveLength(1);
   });
 
@@ -245,7 +248,7 @@ describe("POST /api/v1/photos/user/{userId}", () => {
 
     const missing = await upload(app, tenant.admin.key, participantId, [{ name: "picture", data: jpeg, filename: "a.jpg" }]);
     expect(missing.status).toBe(400);
-    expect(missing.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field: "photo" } });
+    expect(missing.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field: "photo" }] });
 
     const empty = await upload(app, tenant.admin.key, participantId, [{ name: "photo", data: "", filename: "a.jpg" }]);
     expect(empty.status).toBe(400);

@@ -122,7 +122,7 @@ describe("A's ids in tenant B's request bodies", () => {
       const path = own ? `${PATHS[resource as Resource]}/${idOf(ofB, resource as Resource)}` : PATHS[resource as Resource];
       const res = await asB.send(method, path, body());
       expect(res.status).toBe(400);
-      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: { field } });
+      expect(res.body.error).toMatchObject({ code: "VALIDATION_ERROR", details: [{ field }] });
       expect(await snapshot(a.tenantId)).toEqual(before);
     },
   );

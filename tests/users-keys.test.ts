@@ -88,7 +88,7 @@ describe("users over HTTP", () => {
       body: { active: false },
     });
     expect(off.status).toBe(409);
-    expect(off.body.error.details).toMatchObject({ field: "active" });
+    expect(off.body.error.details).toMatchObject([{ field: "active" }]);
     // Two admins demoting each other at once: one wins; the other is refused, as the last admin (409) or,
     // when its key was looked up after the first commit, as no longer an admin (403).
     const both = await Promise.all([demote(own.admin.userId, second.key as string), demote(second.userId, own.admin.key)]);

@@ -2,7 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Sql } from "../db/database.ts";
 import { conflict, forbidden, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import type { Principal } from "../principal.ts";
 import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
 import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, replaceKey, revokeKey } from "./data.ts";
@@ -85,72 +86,85 @@ async function currentKeyId(sql: Sql, principal: Principal): Promise<string> {
 
 const tags = ["api-keys"];
 
-const generate = createRoute({
-  method: "post",
-  path: "/generate",
-  summary: "Issue a key for a user (their own Bearer token, or an admin of the tenant)",
-  tags,
-  security: authenticated,
-  request: { body: { content: { "application/json": { schema: GenerateBody } }, required: true } },
-  responses: { 201: json(dataOf(IssuedKey), "The new key, shown once"), ...errors(400, 401, 403, 404, 409) },
-});
+const generate = createRoute(
+  operation({
+    errors: [403, 404, 409],
+    method: "post",
+    path: "/generate",
+    summary: "Issue a key for a user (their own Bearer token, or an admin of the tenant)",
+    tags,
+    request: { body: { content: { "application/json": { schema: GenerateBody } }, required: true } },
+    responses: { 201: json(dataOf(IssuedKey), "The new key, shown once") },
+  }),
+);
 
-const myKey = createRoute({
-  method: "get",
-  path: "/my-key",
-  summary: "The caller's current key (never the secret)",
-  tags,
-  security: authenticated,
-  responses: { 200: json(dataOf(KeyRecord), "The key record"), ...errors(401, 404) },
-});
+const myKey = createRoute(
+  operation({
+    errors: [404],
+    method: "get",
+    path: "/my-key",
+    summary: "Get the caller's current key (never the secret)",
+    tags,
+    responses: { 200: json(dataOf(KeyRecord), "The key record") },
+  }),
+);
 
-const byId = createRoute({
-  method: "get",
-  path: "/{id}",
-  summary: "One key record (admins: any key of the tenant; others: their own)",
-  tags,
-  security: authenticated,
-  request: { params: z.object({ id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }) }) },
-  responses: { 200: json(dataOf(KeyRecord), "The key record"), ...errors(401, 404) },
-});
+const byId = createRoute(
+  operation({
+    method: "get",
+    path: "/{id}",
+    summary: "Get a key record (admins: any key of the tenant; others: their own)",
+    tags,
+    request: { params: KeyId },
+    responses: { 200: json(dataOf(KeyRecord), "The key record") },
+  }),
+);
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/",
-  summary: "Every key of the tenant, newest first, never a secret (admins)",
-  tags,
-  security: authenticated,
-  request: { query: ListQuery },
-  responses: { 200: json(listOf(KeyRecord), "A page of key records"), ...errors(400, 401, 403) },
-});
+const listRoute = createRoute(
+  operation({
+    errors: [403],
+    method: "get",
+    path: "/",
+    summary: "List the tenant's keys, newest first, never a secret (admins)",
+    tags,
+    request: { query: ListQuery },
+    responses: { 200: json(listOf(KeyRecord), "A page of key records") },
+  }),
+);
 
-const revokeById = createRoute({
-  method: "delete",
-  path: "/{id}",
-  summary: "Revoke any key of the tenant (admins); refused on the next request by every process",
-  tags,
-  security: authenticated,
-  request: { params: KeyId },
-  responses: { 200: json(MessageSchema, "Revoked"), ...errors(401, 403, 404, 409) },
-});
+const revokeById = createRoute(
+  operation({
+    errors: [403, 404, 409],
+    method: "delete",
+    path: "/{id}",
+    summary: "Revoke any key of the tenant (admins); refused on the next request by every process",
+    tags,
+    request: { params: KeyId },
+    responses: { 200: json(MessageSchema, "Revoked") },
+  }),
+);
 
-const regenerate = createRoute({
-  method: "post",
-  path: "/regenerate",
-  summary: "Revoke the caller's key and issue a new one, atomically",
-  tags,
-  security: authenticated,
-  responses: { 200: json(dataOf(IssuedKey), "The new key, shown once"), ...errors(401, 404) },
-});
+const regenerate = createRoute(
+  operation({
+    errors: [404],
+    method: "post",
+    path: "/regenerate",
+    summary: "Revoke the caller's key and issue a new one, atomically",
+    tags,
+    responses: { 200: json(dataOf(IssuedKey), "The new key, shown once") },
+  }),
+);
 
-const revoke = createRoute({
-  method: "delete",
-  path: "/revoke",
-  summary: "Revoke the caller's key",
-  tags,
-  security: authenticated,
-  responses: { 200: json(MessageSchema, "Revoked"), ...errors(401, 404) },
-});
+const revoke = createRoute(
+  operation({
+    errors: [404],
+    method: "delete",
+    path: "/revoke",
+    summary: "Revoke the caller's key",
+    tags,
+    responses: { 200: json(MessageSchema, "Revoked") },
+  }),
+);
 
 export const apiKeyRoutes = newRouter()
   .openapi(generate, async (c) => {

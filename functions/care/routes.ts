@@ -4,7 +4,8 @@ import type { AppEnv } from "../app-env.ts";
 import { invalidField, notFound } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { etagOf, ifMatch, notModified } from "../http/etag.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, NOT_MODIFIED, newRouter } from "../http/openapi.ts";
+import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { describeError, log } from "../log.ts";
 import type { PhotoStore } from "../photos/store.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
@@ -70,122 +71,149 @@ function answer<T, S extends 200 | 201 = 200>(c: Context<AppEnv>, found: Version
 
 // ----------------------------------------------------------------------------- contacts
 
-const listContactsRoute = createRoute({
-  method: "get",
-  path: "/{id}/contacts",
-  summary: "A participant's contacts, emergency contacts first by emergency_order, then by creation",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: IdParam, query: ContactListQuery },
-  responses: { 200: json(listOf(Contact), "One page and the total"), ...errors(400, 401, 403, 404) },
-});
+const listContactsRoute = createRoute(
+  operation({
+    errors: [403],
+    method: "get",
+    path: "/{id}/contacts",
+    summary: "List a participant's contacts",
+    description: `A participant's contacts, emergency contacts first by emergency_order, then by creation. ${ACCESS}`,
+    tags,
+    request: { params: IdParam, query: ContactListQuery },
+    responses: { 200: json(listOf(Contact), "One page and the total") },
+  }),
+);
 
-const createContactRoute = createRoute({
-  method: "post",
-  path: "/{id}/contacts",
-  summary: "Add a contact (at most 100 per participant, deleted ones included)",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: IdParam, ...jsonBody(ContactCreate) },
-  responses: { 201: json(dataOf(Contact), "The contact as stored"), ...errors(400, 401, 403, 404, 409) },
-});
+const createContactRoute = createRoute(
+  operation({
+    errors: [403],
+    etag: true,
+    method: "post",
+    path: "/{id}/contacts",
+    summary: "Add a contact to a participant",
+    description: `Add a contact (at most 100 per participant, deleted ones included). ${ACCESS}`,
+    tags,
+    request: { params: IdParam, ...jsonBody(ContactCreate) },
+    responses: { 201: json(dataOf(Contact), "The contact as stored") },
+  }),
+);
 
-const getContactRoute = createRoute({
-  method: "get",
-  path: "/{id}/contacts/{contact_id}",
-  operationId: "getParticipantsByIdContactsByContactId",
-  summary: "One contact",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: ContactPath },
-  responses: { 200: json(dataOf(Contact), "The contact"), ...NOT_MODIFIED, ...errors(400, 401, 403, 404) },
-});
+const getContactRoute = createRoute(
+  operation({
+    errors: [403],
+    etag: true,
+    method: "get",
+    path: "/{id}/contacts/{contact_id}",
+    operationId: "getParticipantsByIdContactsByContactId",
+    summary: "Get a contact",
+    description: `One contact. ${ACCESS}`,
+    tags,
+    request: { params: ContactPath },
+    responses: { 200: json(dataOf(Contact), "The contact") },
+  }),
+);
 
-const updateContactRoute = createRoute({
-  method: "patch",
-  path: "/{id}/contacts/{contact_id}",
-  operationId: "patchParticipantsByIdContactsByContactId",
-  summary: "Change the given fields of a contact",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: ContactPath, ...jsonBody(ContactUpdate) },
-  responses: { 200: json(dataOf(Contact), "The contact as stored"), ...errors(400, 401, 403, 404, 409, 412) },
-});
+const updateContactRoute = createRoute(
+  operation({
+    errors: [403, 409],
+    etag: true,
+    method: "patch",
+    path: "/{id}/contacts/{contact_id}",
+    operationId: "patchParticipantsByIdContactsByContactId",
+    summary: "Update a contact",
+    description: `Change the given fields of a contact. ${ACCESS}`,
+    tags,
+    request: { params: ContactPath, ...jsonBody(ContactUpdate) },
+    responses: { 200: json(dataOf(Contact), "The contact as stored") },
+  }),
+);
 
-const deleteContactRoute = createRoute({
-  method: "delete",
-  path: "/{id}/contacts/{contact_id}",
-  operationId: "deleteParticipantsByIdContactsByContactId",
-  summary: "Soft-delete a contact (its values go when the participant is erased)",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: ContactPath },
-  responses: { 200: json(MessageSchema, "Deleted"), ...errors(400, 401, 403, 404, 409, 412) },
-});
+const deleteContactRoute = createRoute(
+  operation({
+    errors: [403, 409],
+    etag: true,
+    method: "delete",
+    path: "/{id}/contacts/{contact_id}",
+    operationId: "deleteParticipantsByIdContactsByContactId",
+    summary: "Delete a contact",
+    description: `Soft-delete a contact (its values go when the participant is erased). ${ACCESS}`,
+    tags,
+    request: { params: ContactPath },
+    responses: { 200: json(MessageSchema, "Deleted") },
+  }),
+);
 
 // ----------------------------------------------------------------------------- care record
 
-const getCareRoute = createRoute({
-  method: "get",
-  path: "/{id}/care",
-  summary: "A participant's care record (empty, without an ETag, until first written)",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: IdParam },
-  responses: { 200: json(dataOf(CareRecord), "The care record"), ...NOT_MODIFIED, ...errors(400, 401, 403, 404) },
-});
+const getCareRoute = createRoute(
+  operation({
+    errors: [403],
+    etag: "optional",
+    method: "get",
+    path: "/{id}/care",
+    summary: "Get a participant's care record",
+    description: `A participant's care record (empty, without an ETag, until first written). ${ACCESS}`,
+    tags,
+    request: { params: IdParam },
+    responses: { 200: json(dataOf(CareRecord), "The care record") },
+  }),
+);
 
-const putCareRoute = createRoute({
-  method: "put",
-  path: "/{id}/care",
-  summary: "Replace the care record: fields left out are emptied",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: IdParam, ...jsonBody(CareRecordPut) },
-  responses: { 200: json(dataOf(CareRecord), "The care record as stored"), ...errors(400, 401, 403, 404, 409, 412) },
-});
+const putCareRoute = createRoute(
+  operation({
+    errors: [403, 409],
+    etag: true,
+    method: "put",
+    path: "/{id}/care",
+    summary: "Replace a participant's care record",
+    description: `Replace the care record: fields left out are emptied. ${ACCESS}`,
+    tags,
+    request: { params: IdParam, ...jsonBody(CareRecordPut) },
+    responses: { 200: json(dataOf(CareRecord), "The care record as stored") },
+  }),
+);
 
-const patchCareRoute = createRoute({
-  method: "patch",
-  path: "/{id}/care",
-  summary: "Change the given fields of the care record",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: IdParam, ...jsonBody(CareRecordPatch) },
-  responses: { 200: json(dataOf(CareRecord), "The care record as stored"), ...errors(400, 401, 403, 404, 409, 412) },
-});
+const patchCareRoute = createRoute(
+  operation({
+    errors: [403, 409],
+    etag: true,
+    method: "patch",
+    path: "/{id}/care",
+    summary: "Update a participant's care record",
+    description: `Change the given fields of the care record. ${ACCESS}`,
+    tags,
+    request: { params: IdParam, ...jsonBody(CareRecordPatch) },
+    responses: { 200: json(dataOf(CareRecord), "The care record as stored") },
+  }),
+);
 
 // ----------------------------------------------------------------------------- consents
 
-const getConsentsRoute = createRoute({
-  method: "get",
-  path: "/{id}/consents",
-  summary: "A participant's consents: the answer in force of each kind and the whole history",
-  description: ACCESS,
-  tags,
-  security: authenticated,
-  request: { params: IdParam },
-  responses: { 200: json(dataOf(Consents), "The consents"), ...errors(400, 401, 403, 404) },
-});
+const getConsentsRoute = createRoute(
+  operation({
+    errors: [403],
+    method: "get",
+    path: "/{id}/consents",
+    summary: "Get a participant's consents",
+    description: `A participant's consents: the answer in force of each kind and the whole history. ${ACCESS}`,
+    tags,
+    request: { params: IdParam },
+    responses: { 200: json(dataOf(Consents), "The consents") },
+  }),
+);
 
-const putConsentsRoute = createRoute({
-  method: "put",
-  path: "/{id}/consents",
-  summary: "Record consent answers; earlier ones stay in the history",
-  description: `${ACCESS} A refused photo consent removes the participant's stored photo and link, and photo uploads are 409 until a new answer.`,
-  tags,
-  security: authenticated,
-  request: { params: IdParam, ...jsonBody(ConsentsPut) },
-  responses: { 200: json(dataOf(Consents), "The consents as recorded"), ...errors(400, 401, 403, 404, 409) },
-});
+const putConsentsRoute = createRoute(
+  operation({
+    errors: [403, 409],
+    method: "put",
+    path: "/{id}/consents",
+    summary: "Record a participant's consent answers",
+    description: `${"Record consent answers; earlier ones stay in the history"}. ${`${ACCESS} A refused photo consent removes the participant's stored photo and link, and photo uploads are 409 until a new answer.`}`,
+    tags,
+    request: { params: IdParam, ...jsonBody(ConsentsPut) },
+    responses: { 200: json(dataOf(Consents), "The consents as recorded") },
+  }),
+);
 
 export function careRoutes(store: PhotoStore) {
   const router = newRouter();

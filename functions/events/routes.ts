@@ -1,6 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { badRequest, invalidField } from "../errors.ts";
-import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
+import { json, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { cleanText } from "../resources/fields.ts";
 import { atOrBefore, type Cursor, parseCursor, START } from "./cursor.ts";
 import { type FeedPage, RETENTION_DAYS, readFeed } from "./feed.ts";
@@ -59,18 +60,21 @@ const Query = z.object({
   }),
 });
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/",
-  summary: "The tenant's events in commit order, after a cursor",
-  tags: ["events"],
-  security: authenticated,
-  request: { query: Query },
-  responses: {
-    200: json(z.object({ success: z.literal(true), data: z.array(Event), meta: FeedMeta }), "A page of events"),
-    ...errors(400, 401, 403),
-  },
-});
+const listRoute = createRoute(
+  operation({
+    method: "get",
+    path: "/",
+    summary: "List the tenant's events after a cursor",
+    description:
+      "The tenant's events in commit order (ids, type, time; no personal data), after the cursor `after`, kept 30 days; `wait` holds the request open until one arrives.",
+    tags: ["events"],
+    errors: [403],
+    request: { query: Query },
+    responses: {
+      200: json(z.object({ success: z.literal(true), data: z.array(Event), meta: FeedMeta }), "A page of events"),
+    },
+  }),
+);
 
 function typesFilter(value: string | undefined): string | undefined {
   if (value === undefined) return undefined;

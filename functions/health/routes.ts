@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { serviceUnavailable } from "../errors.ts";
 import { ok } from "../http/envelope.ts";
-import { dataOf, errors, json, newRouter } from "../http/openapi.ts";
+import { dataOf, json, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import type { PhotoStore, StoreHealth } from "../photos/store.ts";
 import { VERSION } from "../version.ts";
 
@@ -21,15 +22,18 @@ const Health = z
   })
   .openapi("Health");
 
-const route = createRoute({
-  method: "get",
-  path: "/health",
-  summary: "Liveness, database and photo storage check (no credential)",
-  description:
-    "200 while the database answers, whatever the state of photo storage (in the body); 503 when the database does not.",
-  tags: ["health"],
-  responses: { 200: json(dataOf(Health), "Service and database are up"), ...errors(503) },
-});
+const route = createRoute(
+  operation({
+    public: true,
+    method: "get",
+    path: "/health",
+    summary: "Check liveness, the database and photo storage (no credential)",
+    description:
+      "200 while the database answers, whatever the state of photo storage (in the body); 503 when the database does not.",
+    tags: ["health"],
+    responses: { 200: json(dataOf(Health), "Service and database are up") },
+  }),
+);
 
 function withTimeout<T>(work: Promise<T>, fallback: () => T): Promise<T> {
   return Promise.race([work, new Promise<T>((done) => setTimeout(() => done(fallback()), PING_TIMEOUT_MS))]);

@@ -54,7 +54,10 @@ export function bodyPolicy(special: BodyRule[]) {
       });
     }
     const tooLarge = () => {
-      throw new ApiError("PAYLOAD_TOO_LARGE", rule.limitText, { max_bytes: rule.maxBytes });
+      throw new ApiError("PAYLOAD_TOO_LARGE", rule.limitText, {
+        field: "body",
+        issue: `must be at most ${rule.maxBytes} bytes`,
+      });
     };
     const length = headers.get("content-length");
     if (length !== null && !headers.has("transfer-encoding")) {

@@ -156,7 +156,7 @@ export function tooManyRequests(state: RateState): ApiError {
   return new ApiError(
     "TOO_MANY_REQUESTS",
     `rate limit of ${state.limit} requests a minute spent; retry in ${state.reset} s`,
-    { limit: state.limit, retry_after_seconds: state.reset },
+    undefined,
     { ...rateHeaders(state), "Retry-After": String(state.reset) },
   );
 }

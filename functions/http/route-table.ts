@@ -54,13 +54,8 @@ export class RouteTable {
     if (allowed.has(wanted) || (method === "OPTIONS" && allowed.size > 0)) return;
     if (allowed.size === 0) throw new ApiError("NOT_FOUND", `no route for ${path}`);
     const allow = [...allowed].sort().join(", ");
-    throw new ApiError(
-      "METHOD_NOT_ALLOWED",
-      `${method} is not allowed on ${path}`,
-      { allowed: [...allowed].sort() },
-      {
-        Allow: allow,
-      },
-    );
+    throw new ApiError("METHOD_NOT_ALLOWED", `${method} is not allowed on ${path}; allowed: ${allow}`, undefined, {
+      Allow: allow,
+    });
   }
 }

@@ -138,7 +138,7 @@ function readRecords(source: string): ParsedRecord[] {
   } catch (error) {
     if (error instanceof CsvError) {
       const line = (error as CsvError & { lines?: number }).lines;
-      throw badRequest(`the file is not valid CSV: ${error.message}`, { line, issue: error.message });
+      throw badRequest(`the file is not valid CSV: ${error.message}`, { field: "body", line, issue: error.message });
     }
     throw error;
   }
@@ -160,7 +160,11 @@ function mapHeader(header: string[]): { columns: Array<ColumnMapping | undefined
     }
     const earlier = taken.get(target);
     if (earlier !== undefined) {
-      throw badRequest(`the columns '${earlier}' and '${column}' both mean ${target}`, { column, issue: `repeats ${target}` });
+      throw badRequest(`the columns '${earlier}' and '${column}' both mean ${target}`, {
+        field: "header",
+        column,
+        issue: `repeats ${target}`,
+      });
     }
     taken.set(target, column);
     columns.push({ column, field: target });

@@ -2,7 +2,8 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
 import type { BodyRule } from "../http/body-policy.ts";
 import { locate, ok, okOfJson } from "../http/envelope.ts";
-import { authenticated, dataOf, errors, json, newRouter } from "../http/openapi.ts";
+import { dataOf, json, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { Participant } from "../participants/schemas.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
 import { exportCsv } from "./csv-export.ts";
@@ -37,56 +38,58 @@ export const BULK_BODIES: BodyRule[] = [
 
 const tags = ["participants"];
 
-const bulk = createRoute({
-  method: "post",
-  path: "/bulk",
-  summary: `Create up to ${MAX_BULK} participants, all or none`,
-  description:
-    "Either every row is created (201, rows in the order sent) or none is: a 400 whose details list every " +
-    "problem of every row as {index, field, issue}, rule violations (duplicates, references) included. Body limit 5 MB.",
-  tags,
-  security: authenticated,
-  request: { body: { content: { "application/json": { schema: BulkBody } }, required: true } },
-  responses: { 201: json(dataOf(z.array(Participant)), "The participants as stored"), ...errors(400, 401, 413, 415) },
-});
+const bulk = createRoute(
+  operation({
+    method: "post",
+    path: "/bulk",
+    summary: `Create up to ${MAX_BULK} participants, all or none`,
+    description:
+      "Either every row is created (201, rows in the order sent) or none is: a 400 whose details list every " +
+      "problem of every row as {field, issue}, the field named by its place (`participants.3.first_name`), rule violations (duplicates, references) included. Body limit 5 MB.",
+    tags,
+    request: { body: { content: { "application/json": { schema: BulkBody } }, required: true } },
+    responses: { 201: json(dataOf(z.array(Participant)), "The participants as stored") },
+  }),
+);
 
-const exportRoute = createRoute({
-  method: "get",
-  path: "/export.csv",
-  summary: "Export the participants as CSV",
-  description:
-    "The list's filters, every row (no paging), oldest first; streamed. Header: every participant field, then " +
-    "supergroup_name, subgroup_name, block_name, room_name. UTF-8 with a byte-order mark; cells that would start a " +
-    "spreadsheet formula are prefixed with '.",
-  tags,
-  security: authenticated,
-  request: { query: ExportQuery },
-  responses: {
-    200: { content: { "text/csv": { schema: z.string() } }, description: "The participants, one per line" },
-    ...errors(400, 401),
-  },
-});
+const exportRoute = createRoute(
+  operation({
+    method: "get",
+    path: "/export.csv",
+    summary: "Export the participants as CSV",
+    description:
+      "The list's filters, every row (no paging), oldest first; streamed. Header: every participant field, then " +
+      "supergroup_name, subgroup_name, block_name, room_name. UTF-8 with a byte-order mark; cells that would start a " +
+      "spreadsheet formula are prefixed with '.",
+    tags,
+    headers: ["Content-Disposition", "Cache-Control"],
+    request: { query: ExportQuery },
+    responses: {
+      200: { content: { "text/csv": { schema: z.string() } }, description: "The participants, one per line" },
+    },
+  }),
+);
 
-const importRoute = createRoute({
-  method: "post",
-  path: "/import",
-  summary: "Import participants from CSV, all or none",
-  description:
-    "A text/csv body (UTF-8, with or without BOM; at most 10 MB and 20,000 lines). Columns are matched by field " +
-    "name or alias; supergroup, subgroup, block and room may be given by name. 201 with a report when every line " +
-    "is good, 200 for a dry run; otherwise 400 listing every rejected line as {line, column, field, issue}.",
-  tags,
-  security: authenticated,
-  request: {
-    query: ImportQuery,
-    body: { content: { "text/csv": { schema: z.string() } }, required: true },
-  },
-  responses: {
-    200: json(dataOf(ImportReport), "Dry run: every line is good, nothing written"),
-    201: json(dataOf(ImportReport), "Every line imported"),
-    ...errors(400, 401, 409, 413, 415),
-  },
-});
+const importRoute = createRoute(
+  operation({
+    method: "post",
+    path: "/import",
+    summary: "Import participants from CSV, all or none",
+    description:
+      "A text/csv body (UTF-8, with or without BOM; at most 10 MB and 20,000 lines). Columns are matched by field " +
+      "name or alias; supergroup, subgroup, block and room may be given by name. 201 with a report when every line " +
+      "is good, 200 for a dry run; otherwise 400 listing every rejected line as {line, column, field, issue}.",
+    tags,
+    request: {
+      query: ImportQuery,
+      body: { content: { "text/csv": { schema: z.string() } }, required: true },
+    },
+    responses: {
+      200: json(dataOf(ImportReport), "Dry run: every line is good, nothing written"),
+      201: json(dataOf(ImportReport), "Every line imported"),
+    },
+  }),
+);
 
 export const participantBulkRoutes = newRouter();
 
@@ -96,7 +99,11 @@ participantBulkRoutes
     const created = await c.get("tenant").run(async (sql) => {
       const prepared = await prepareRows(sql, candidates, { label: "row" });
       if (prepared.issues.length > 0) {
-        const details = prepared.issues.map(({ at, field, issue }) => ({ index: at, field, issue }));
+        // Each issue named by its place in the body, as a validation error of the whole body would name it.
+        const details = prepared.issues.map(({ at, field, issue }) => ({
+          field: field === "row" ? `participants.${at}` : `participants.${at}.${field}`,
+          issue,
+        }));
         const message = `${failingRows(prepared.issues)} of ${candidates.length} rows are invalid; nothing was created`;
         throw new ApiError("VALIDATION_ERROR", message, details);
       }

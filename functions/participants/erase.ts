@@ -1,7 +1,8 @@
 import { createRoute } from "@hono/zod-openapi";
 import { forbidden, notFound } from "../errors.ts";
 import { message } from "../http/envelope.ts";
-import { authenticated, errors, json, MessageSchema, newRouter } from "../http/openapi.ts";
+import { json, MessageSchema, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { describeError, log } from "../log.ts";
 import type { PhotoStore } from "../photos/store.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
@@ -14,17 +15,18 @@ import { IdParam, isUuid } from "../resources/fields.ts";
  * has committed. The row keeps its id and instance, so counts and history
  * stay whole.
  */
-const route = createRoute({
-  method: "post",
-  path: "/{id}/erase",
-  summary: "Erase a participant's personal data for good (admins)",
-  description:
-    "Names, date of birth, every free-text field and the photo are removed; the row keeps its id and instance and is deleted. Earlier audit events keep which fields changed, not their values. Cannot be undone.",
-  tags: ["participants"],
-  security: authenticated,
-  request: { params: IdParam },
-  responses: { 200: json(MessageSchema, "Erased"), ...errors(401, 403, 404) },
-});
+const route = createRoute(
+  operation({
+    method: "post",
+    path: "/{id}/erase",
+    summary: "Erase a participant's personal data for good (admins)",
+    description:
+      "Names, date of birth, every free-text field and the photo are removed; the row keeps its id and instance and is deleted. Earlier audit events keep which fields changed, not their values. Cannot be undone.",
+    tags: ["participants"],
+    request: { params: IdParam },
+    responses: { 200: json(MessageSchema, "Erased") },
+  }),
+);
 
 export function eraseRoutes(store: PhotoStore) {
   return newRouter().openapi(route, async (c) => {

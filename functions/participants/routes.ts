@@ -3,7 +3,8 @@ import { createMiddleware } from "hono/factory";
 import { invalidField, notFound } from "../errors.ts";
 import { listOfJson, locate, message, okOfJson } from "../http/envelope.ts";
 import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, NOT_MODIFIED, newRouter } from "../http/openapi.ts";
+import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
 import {
   createParticipant,
@@ -34,57 +35,69 @@ const uuidPath = createMiddleware(async (c, next) => {
   await next();
 });
 
-const create = createRoute({
-  method: "post",
-  path: "/",
-  summary: "Create a participant",
-  tags,
-  security: authenticated,
-  request: body(CreateBody),
-  responses: { 201: json(dataOf(Participant), "The participant as stored"), ...errors(400, 401, 409) },
-});
+const create = createRoute(
+  operation({
+    method: "post",
+    path: "/",
+    summary: "Create a participant",
+    tags,
+    etag: true,
+    request: body(CreateBody),
+    responses: { 201: json(dataOf(Participant), "The participant as stored") },
+  }),
+);
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/",
-  summary: "List live participants, oldest first",
-  tags,
-  security: authenticated,
-  request: { query: ListQuery },
-  responses: { 200: json(listOf(Participant), "One page and the total"), ...errors(400, 401) },
-});
+const listRoute = createRoute(
+  operation({
+    errors: [403],
+    method: "get",
+    path: "/",
+    summary: "List participants, oldest first unless sorted",
+    tags,
+    request: { query: ListQuery },
+    responses: { 200: json(listOf(Participant), "One page and the total") },
+  }),
+);
 
-const get = createRoute({
-  method: "get",
-  path: "/{id}",
-  summary: "Get a participant",
-  tags,
-  security: authenticated,
-  request: { params: IdParam },
-  responses: { 200: json(dataOf(Participant), "The participant"), ...NOT_MODIFIED, ...errors(401, 404) },
-});
+const get = createRoute(
+  operation({
+    method: "get",
+    path: "/{id}",
+    summary: "Get a participant",
+    tags,
+    etag: true,
+    request: { params: IdParam },
+    responses: { 200: json(dataOf(Participant), "The participant") },
+  }),
+);
 
 /** PUT and PATCH are the same partial update (DECISIONS.md). */
 const update = (method: "put" | "patch") =>
-  createRoute({
-    method,
-    path: "/{id}",
-    summary: "Change the given fields of a participant",
-    tags,
-    security: authenticated,
-    request: { params: IdParam, ...body(UpdateBody) },
-    responses: { 200: json(dataOf(Participant), "The participant as stored"), ...errors(400, 401, 404, 409, 412) },
-  });
+  createRoute(
+    operation({
+      method,
+      path: "/{id}",
+      summary: `${method === "put" ? "Replace" : "Update"} a participant (PUT and PATCH alike change only the fields sent)`,
+      tags,
+      etag: true,
+      errors: [409],
+      request: { params: IdParam, ...body(UpdateBody) },
+      responses: { 200: json(dataOf(Participant), "The participant as stored") },
+    }),
+  );
 
-const remove = createRoute({
-  method: "delete",
-  path: "/{id}",
-  summary: "Soft-delete a participant (its user_id may then be reused)",
-  tags,
-  security: authenticated,
-  request: { params: IdParam },
-  responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409, 412) },
-});
+const remove = createRoute(
+  operation({
+    method: "delete",
+    path: "/{id}",
+    summary: "Delete a participant (soft; its user_id may then be reused)",
+    tags,
+    etag: true,
+    errors: [409],
+    request: { params: IdParam },
+    responses: { 200: json(MessageSchema, "Deleted") },
+  }),
+);
 
 export const participantRoutes = newRouter();
 participantRoutes.use("/:id", uuidPath);

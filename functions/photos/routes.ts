@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
 import { conflict, notFound } from "../errors.ts";
 import type { BodyRule } from "../http/body-policy.ts";
-import { authenticated, errors, json, newRouter } from "../http/openapi.ts";
+import { json, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { log } from "../log.ts";
 import { cleanText, idFilter } from "../resources/fields.ts";
 import { findPhotoOwner } from "./data.ts";
@@ -54,46 +55,50 @@ const UploadResult = z
 const binary = { schema: { type: "string" as const, format: "binary" } };
 const tags = ["photos"];
 
-const upload = createRoute({
-  method: "post",
-  path: "/user/{userId}",
-  summary: "Upload or replace a participant's photo (JPEG, PNG, GIF or WebP; at most 5 MB; metadata removed)",
-  tags,
-  security: authenticated,
-  request: {
-    params: Params,
-    query: Query,
-    body: {
-      required: true,
-      // Documentation only: a plain schema, so no validator buffers the body; readPhotoPart streams it.
-      content: {
-        "multipart/form-data": {
-          // The part has no type: generated clients then take a Blob or File, not a string.
-          schema: {
-            type: "object",
-            properties: { photo: { description: "The image file (JPEG, PNG, GIF or WebP)" } },
-            required: ["photo"],
+const upload = createRoute(
+  operation({
+    errors: [404, 409],
+    method: "post",
+    path: "/user/{userId}",
+    summary: "Upload or replace a participant's photo (JPEG, PNG, GIF or WebP; at most 5 MB; metadata removed)",
+    tags,
+    request: {
+      params: Params,
+      query: Query,
+      body: {
+        required: true,
+        // Documentation only: a plain schema, so no validator buffers the body; readPhotoPart streams it.
+        content: {
+          "multipart/form-data": {
+            // The part has no type: generated clients then take a Blob or File, not a string.
+            schema: {
+              type: "object",
+              properties: { photo: { description: "The image file (JPEG, PNG, GIF or WebP)" } },
+              required: ["photo"],
+            },
           },
         },
       },
     },
-  },
-  responses: { 200: json(UploadResult, "The stored photo"), ...errors(400, 401, 404, 409, 413, 415, 503) },
-});
+    responses: { 200: json(UploadResult, "The stored photo") },
+  }),
+);
 
-const download = createRoute({
-  method: "get",
-  path: "/user/{userId}",
-  summary: "A participant's current photo (ETag and If-None-Match supported)",
-  tags,
-  security: authenticated,
-  request: { params: Params, query: Query },
-  responses: {
-    200: { description: "The photo", content: Object.fromEntries(ALLOWED_PHOTO_TYPES.map((type) => [type, binary])) },
-    304: { description: "Not modified (If-None-Match matched the ETag)" },
-    ...errors(400, 401, 404, 409, 503),
-  },
-});
+const download = createRoute(
+  operation({
+    errors: [404, 409],
+    etag: true,
+    headers: ["Cache-Control", "Content-Disposition"],
+    method: "get",
+    path: "/user/{userId}",
+    summary: "Download a participant's current photo",
+    tags,
+    request: { params: Params, query: Query },
+    responses: {
+      200: { description: "The photo", content: Object.fromEntries(ALLOWED_PHOTO_TYPES.map((type) => [type, binary])) },
+    },
+  }),
+);
 
 /**
  * The API address of a participant's photo: what photo_link is set to. Stored

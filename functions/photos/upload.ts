@@ -4,7 +4,10 @@ import { MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
 export const FIELD = "photo";
 
 export const tooLarge = () =>
-  new ApiError("PAYLOAD_TOO_LARGE", "photos are limited to 5 MB (5,242,880 bytes)", { max_bytes: MAX_PHOTO_BYTES });
+  new ApiError("PAYLOAD_TOO_LARGE", "photos are limited to 5 MB (5,242,880 bytes)", {
+    field: "photo",
+    issue: `must be at most ${MAX_PHOTO_BYTES} bytes`,
+  });
 
 /**
  * The bytes of the `photo` part of a multipart/form-data request, read as the

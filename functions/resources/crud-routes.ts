@@ -4,7 +4,8 @@ import type { AppEnv } from "../app-env.ts";
 import { notFound } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, NOT_MODIFIED, newRouter } from "../http/openapi.ts";
+import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { IdParam, isUuid } from "./fields.ts";
 import type { ListOptions } from "./listing.ts";
 import type { SoftDeleteTable } from "./table.ts";
@@ -26,6 +27,9 @@ export interface ResourceSpec {
 
 const body = (schema: z.ZodType) => ({ content: { "application/json": { schema } }, required: true });
 
+/** "a block", "an instance". */
+export const withArticle = (noun: string) => `${/^[aeiou]/i.test(noun) ? "an" : "a"} ${noun}`;
+
 /**
  * The five operations every structure resource has, with one contract:
  * list (filters, limit/offset, meta), get, create (201), update by PUT or
@@ -37,49 +41,65 @@ export function crudRoutes(spec: ResourceSpec) {
   const tags = [tag];
   const record = json(dataOf(spec.record), `The ${noun}`);
   const request = { params: IdParam };
-  const route = { tags, security: authenticated };
+  const a = withArticle(noun);
 
-  const listRoute = createRoute({
-    ...route,
-    method: "get",
-    path: "/",
-    summary: `List ${tag}`,
-    request: { query: spec.query },
-    responses: { 200: json(listOf(spec.record), `A page of ${tag}`), ...errors(400, 401) },
-  });
-  const getRoute = createRoute({
-    ...route,
-    method: "get",
-    path: "/{id}",
-    summary: `Get one ${noun}`,
-    request,
-    responses: { 200: record, ...NOT_MODIFIED, ...errors(401, 404) },
-  });
-  const createOne = createRoute({
-    ...route,
-    method: "post",
-    path: "/",
-    summary: `Create a ${noun}`,
-    request: { body: body(spec.create) },
-    responses: { 201: json(dataOf(spec.record), `The new ${noun}`), ...errors(400, 401, 409) },
-  });
-  const update = (method: "put" | "patch") =>
-    createRoute({
-      ...route,
-      method,
+  const listRoute = createRoute(
+    operation({
+      tags,
+      method: "get",
+      path: "/",
+      summary: `List ${tag}`,
+      request: { query: spec.query },
+      responses: { 200: json(listOf(spec.record), `A page of ${tag}`) },
+    }),
+  );
+  const getRoute = createRoute(
+    operation({
+      tags,
+      etag: true,
+      method: "get",
       path: "/{id}",
-      summary: `Update a ${noun} (PUT and PATCH alike change only the fields sent)`,
-      request: { ...request, body: body(spec.update) },
-      responses: { 200: record, ...errors(400, 401, 404, 409, 412) },
-    });
-  const deleteOne = createRoute({
-    ...route,
-    method: "delete",
-    path: "/{id}",
-    summary: `Delete a ${noun} (soft; refused while anything live refers to it)`,
-    request,
-    responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 404, 409, 412) },
-  });
+      summary: `Get ${a}`,
+      request,
+      responses: { 200: record },
+    }),
+  );
+  const createOne = createRoute(
+    operation({
+      tags,
+      etag: true,
+      method: "post",
+      path: "/",
+      summary: `Create ${a}`,
+      request: { body: body(spec.create) },
+      responses: { 201: json(dataOf(spec.record), `The new ${noun}`) },
+    }),
+  );
+  const update = (method: "put" | "patch") =>
+    createRoute(
+      operation({
+        tags,
+        etag: true,
+        errors: [409],
+        method,
+        path: "/{id}",
+        summary: `${method === "put" ? "Replace" : "Update"} ${a} (PUT and PATCH alike change only the fields sent)`,
+        request: { ...request, body: body(spec.update) },
+        responses: { 200: record },
+      }),
+    );
+  const deleteOne = createRoute(
+    operation({
+      tags,
+      etag: true,
+      errors: [409],
+      method: "delete",
+      path: "/{id}",
+      summary: `Delete ${a} (soft; refused while anything live refers to it)`,
+      request,
+      responses: { 200: json(MessageSchema, "Deleted") },
+    }),
+  );
 
   /** The path id, or 404 when it cannot name a record. */
   const pathId = (id: string) => {

@@ -1,7 +1,8 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import { forbidden, notFound } from "../errors.ts";
 import { list, locate, ok } from "../http/envelope.ts";
-import { authenticated, dataOf, errors, json, listOf, newRouter } from "../http/openapi.ts";
+import { dataOf, json, listOf, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import type { Principal } from "../principal.ts";
 import { cleanText, IdParam, isUuid, pagination, SHORT_TEXT } from "../resources/fields.ts";
 import { addUser, changeUser, getUser, listUsers } from "./data.ts";
@@ -65,43 +66,51 @@ function adminOnly(principal: Principal) {
   if (principal.role !== "admin") throw forbidden("only an admin can manage users");
 }
 
-const listRoute = createRoute({
-  method: "get",
-  path: "/",
-  summary: "The tenant's users (admins)",
-  tags,
-  security: authenticated,
-  request: { query: Query },
-  responses: { 200: json(listOf(User), "A page of users"), ...errors(400, 401, 403) },
-});
-const getRoute = createRoute({
-  method: "get",
-  path: "/{id}",
-  summary: "One user (admins)",
-  tags,
-  security: authenticated,
-  request: { params: IdParam },
-  responses: { 200: json(dataOf(User), "The user"), ...errors(401, 403, 404) },
-});
-const createOne = createRoute({
-  method: "post",
-  path: "/",
-  summary: "Add a user to the tenant (admins); 409 when the e-mail is taken",
-  tags,
-  security: authenticated,
-  request: { body: body(NewUser) },
-  responses: { 201: json(dataOf(User), "The new user"), ...errors(400, 401, 403, 409) },
-});
-const changeOne = createRoute({
-  method: "patch",
-  path: "/{id}",
-  summary:
-    "Change a user's role or care access, or deactivate them (admins); the last active admin cannot be demoted or deactivated (409)",
-  tags,
-  security: authenticated,
-  request: { params: IdParam, body: body(UserChange) },
-  responses: { 200: json(dataOf(User), "The user"), ...errors(400, 401, 403, 404, 409) },
-});
+const listRoute = createRoute(
+  operation({
+    errors: [403],
+    method: "get",
+    path: "/",
+    summary: "List the tenant's users (admins)",
+    tags,
+    request: { query: Query },
+    responses: { 200: json(listOf(User), "A page of users") },
+  }),
+);
+const getRoute = createRoute(
+  operation({
+    errors: [403, 404],
+    method: "get",
+    path: "/{id}",
+    summary: "Get a user (admins)",
+    tags,
+    request: { params: IdParam },
+    responses: { 200: json(dataOf(User), "The user") },
+  }),
+);
+const createOne = createRoute(
+  operation({
+    errors: [403, 409],
+    method: "post",
+    path: "/",
+    summary: "Add a user to the tenant (admins); 409 when the e-mail is taken",
+    tags,
+    request: { body: body(NewUser) },
+    responses: { 201: json(dataOf(User), "The new user") },
+  }),
+);
+const changeOne = createRoute(
+  operation({
+    errors: [403, 404, 409],
+    method: "patch",
+    path: "/{id}",
+    summary:
+      "Change a user's role or care access, or deactivate them (admins); the last active admin cannot be demoted or deactivated (409)",
+    tags,
+    request: { params: IdParam, body: body(UserChange) },
+    responses: { 200: json(dataOf(User), "The user") },
+  }),
+);
 
 export const userRoutes = newRouter()
   .openapi(listRoute, async (c) => {

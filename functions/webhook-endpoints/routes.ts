@@ -4,7 +4,8 @@ import type { AppEnv } from "../app-env.ts";
 import { conflict, forbidden, invalidField, notFound } from "../errors.ts";
 import { EVENT_TYPES } from "../events/types.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
-import { authenticated, dataOf, errors, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
+import { operation } from "../http/operation.ts";
 import { cleanText, IdParam, isUuid, LONG_TEXT, pagination } from "../resources/fields.ts";
 import { newSecret } from "../webhooks/signing.ts";
 import { endpointUrlIssue, MAX_URL_LENGTH } from "../webhooks/url-policy.ts";
@@ -139,62 +140,89 @@ function checkUrl(c: Context<AppEnv>, value: string | undefined) {
   if (issue) throw invalidField("url", issue);
 }
 
+/** Every webhook operation is an admin's: 403 for anyone else. */
 const route = <P extends string>(method: "get" | "post" | "patch" | "put" | "delete", path: P) => ({
   method,
   path,
   tags,
-  security: authenticated,
+  errors: [403 as const],
 });
 
-const listRoute = createRoute({
-  ...route("get", "/"),
-  summary: "The tenant's webhook endpoints (admins)",
-  request: { query: ListQuery },
-  responses: { 200: json(listOf(Endpoint), "A page of endpoints"), ...errors(400, 401, 403) },
-});
-const getRoute = createRoute({
-  ...route("get", "/{id}"),
-  summary: "One webhook endpoint (admins)",
-  request: { params: IdParam },
-  responses: { 200: json(dataOf(Endpoint), "The endpoint"), ...errors(401, 403, 404) },
-});
-const createOne = createRoute({
-  ...route("post", "/"),
-  summary: "Register a webhook endpoint (admins); the answer holds its signing secret, shown only then",
-  request: { body: body(NewEndpoint) },
-  responses: { 201: json(dataOf(WithSecret), "The endpoint and its secret"), ...errors(400, 401, 403, 409) },
-});
+const listRoute = createRoute(
+  operation({
+    ...route("get", "/"),
+    summary: "List the tenant's webhook endpoints (admins)",
+    description: "The tenant's webhook endpoints (admins)",
+    request: { query: ListQuery },
+    responses: { 200: json(listOf(Endpoint), "A page of endpoints") },
+  }),
+);
+const getRoute = createRoute(
+  operation({
+    ...route("get", "/{id}"),
+    summary: "Get a webhook endpoint (admins)",
+    description: "One webhook endpoint (admins)",
+    request: { params: IdParam },
+    responses: { 200: json(dataOf(Endpoint), "The endpoint") },
+  }),
+);
+const createOne = createRoute(
+  operation({
+    ...route("post", "/"),
+    summary: "Register a webhook endpoint (admins)",
+    description: "Register a webhook endpoint (admins); the answer holds its signing secret, shown only then",
+    request: { body: body(NewEndpoint) },
+    responses: { 201: json(dataOf(WithSecret), "The endpoint and its secret") },
+  }),
+);
 const changeRoute = (method: "patch" | "put") =>
-  createRoute({
-    ...route(method, "/{id}"),
-    summary: "Change a webhook endpoint's url, types, description or enabled (admins); only the fields sent",
-    request: { params: IdParam, body: body(EndpointChange) },
-    responses: { 200: json(dataOf(Endpoint), "The endpoint"), ...errors(400, 401, 403, 404) },
-  });
-const deleteOne = createRoute({
-  ...route("delete", "/{id}"),
-  summary: "Delete a webhook endpoint (admins); its pending deliveries fail and its secret is forgotten",
-  request: { params: IdParam },
-  responses: { 200: json(MessageSchema, "Deleted"), ...errors(401, 403, 404) },
-});
-const rotateOne = createRoute({
-  ...route("post", "/{id}/rotate-secret"),
-  summary: "Give a webhook endpoint a new signing secret (admins); the old one keeps signing for the grace period",
-  request: { params: IdParam, body: body(Rotation, false) },
-  responses: { 200: json(dataOf(WithSecret), "The endpoint and its new secret"), ...errors(400, 401, 403, 404) },
-});
-const deliveriesRoute = createRoute({
-  ...route("get", "/{id}/deliveries"),
-  summary: "A webhook endpoint's deliveries, newest first, each with its attempts (admins)",
-  request: { params: IdParam, query: DeliveryQuery },
-  responses: { 200: json(listOf(Delivery), "A page of deliveries"), ...errors(400, 401, 403, 404) },
-});
-const redeliverRoute = createRoute({
-  ...route("post", "/{id}/deliveries/{deliveryId}/redeliver"),
-  summary: "Send a delivery again, with a new cycle of retries (admins); 409 while it is being sent or the endpoint is disabled",
-  request: { params: DeliveryParams },
-  responses: { 200: json(dataOf(Delivery), "The delivery, due now"), ...errors(401, 403, 404, 409) },
-});
+  createRoute(
+    operation({
+      ...route(method, "/{id}"),
+      summary: "Change a webhook endpoint (admins)",
+      description: "Change a webhook endpoint's url, types, description or enabled (admins); only the fields sent",
+      request: { params: IdParam, body: body(EndpointChange) },
+      responses: { 200: json(dataOf(Endpoint), "The endpoint") },
+    }),
+  );
+const deleteOne = createRoute(
+  operation({
+    ...route("delete", "/{id}"),
+    summary: "Delete a webhook endpoint (admins)",
+    description: "Delete a webhook endpoint (admins); its pending deliveries fail and its secret is forgotten",
+    request: { params: IdParam },
+    responses: { 200: json(MessageSchema, "Deleted") },
+  }),
+);
+const rotateOne = createRoute(
+  operation({
+    ...route("post", "/{id}/rotate-secret"),
+    summary: "Rotate a webhook endpoint's signing secret (admins)",
+    description: "Give a webhook endpoint a new signing secret (admins); the old one keeps signing for the grace period",
+    request: { params: IdParam, body: body(Rotation, false) },
+    responses: { 200: json(dataOf(WithSecret), "The endpoint and its new secret") },
+  }),
+);
+const deliveriesRoute = createRoute(
+  operation({
+    ...route("get", "/{id}/deliveries"),
+    summary: "List a webhook endpoint's deliveries (admins)",
+    description: "A webhook endpoint's deliveries, newest first, each with its attempts (admins)",
+    request: { params: IdParam, query: DeliveryQuery },
+    responses: { 200: json(listOf(Delivery), "A page of deliveries") },
+  }),
+);
+const redeliverRoute = createRoute(
+  operation({
+    ...route("post", "/{id}/deliveries/{deliveryId}/redeliver"),
+    errors: [403, 409],
+    summary: "Redeliver a webhook delivery (admins)",
+    description:
+      "Send a delivery again, with a new cycle of retries (admins); 409 while it is being sent or the endpoint is disabled",
+    request: { params: DeliveryParams },
+    responses: { 200: json(dataOf(Delivery), "The delivery, due now") },
+  }),
+);
 
 const DEFAULT_GRACE_HOURS = 24;
 

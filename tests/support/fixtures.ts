@@ -4,13 +4,17 @@ import { createApp } from "../../functions/app.ts";
 import { loadConfig } from "../../functions/config.ts";
 import type { Database } from "../../functions/db/database.ts";
 import { addUser, createTenant, issueKeyFor, type Role } from "../../functions/tenants/provisioning.ts";
+import { validated } from "./contract.ts";
 
 /** The HS256 secret test apps verify Bearer tokens with. */
 export const TEST_JWT_SECRET = "test-secret-for-bearer-tokens-only-in-tests";
 
+/** The app as the runtimes serve it, with every answer it gives checked against its OpenAPI document. */
 export function testApp(db: Database, env: Record<string, string> = {}) {
   // Rate limits off unless a test asks for them: most tests make many requests with one key.
-  return createApp({ db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }) });
+  return validated(
+    createApp({ db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }) }),
+  );
 }
 
 export type TestApp = ReturnType<typeof testApp>;

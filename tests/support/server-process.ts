@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { ROOT } from "./processes.ts";
+import { validatingProxy } from "./validating-proxy.ts";
 
 export async function freePort(): Promise<number> {
   return new Promise((done, fail) => {
@@ -16,8 +17,17 @@ export async function freePort(): Promise<number> {
 
 export interface ServerProcess {
   child: ChildProcess;
+  /** The server's own port (raw sockets reach it here, unchecked). */
   port: number;
+  /**
+   * Where clients reach it: through a validating proxy that holds every
+   * answer to the OpenAPI document (validating-proxy.ts), unless the server
+   * was started with `validate: false` or serves no document (it then is
+   * `directUrl`).
+   */
   url: string;
+  /** The server itself, without the proxy. */
+  directUrl: string;
   /** Everything the server wrote on stderr so far. */
   stderr(): string;
   /** Resolves with the exit code once the process has ended. */
@@ -33,7 +43,7 @@ export interface ServerProcess {
  */
 export async function startServerProcess(
   env: Record<string, string | undefined>,
-  options: { timeoutMs?: number; waitFor?: RegExp; checkout?: string } = {},
+  options: { timeoutMs?: number; waitFor?: RegExp; checkout?: string; validate?: boolean } = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const checkout = options.checkout ?? ROOT;
@@ -58,15 +68,22 @@ export async function startServerProcess(
     }
     await new Promise((r) => setTimeout(r, 50));
   }
+  const directUrl = `http://127.0.0.1:${port}`;
+  const proxy = options.validate === false ? undefined : await validatingProxy({ host: "127.0.0.1", port });
+  // The proxy goes with the server, however it ends.
+  void exited.then(() => proxy?.close());
   return {
     child,
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: proxy?.url ?? directUrl,
+    directUrl,
     stderr: () => stderr,
     exited,
     async stop(signal = "SIGINT") {
       if (child.exitCode === null) child.kill(signal);
-      return exited;
+      const code = await exited;
+      await proxy?.close();
+      return code;
     },
   };
 }

@@ -1,0 +1,109 @@
+import type { RouteConfig } from "@hono/zod-openapi";
+import {
+  authenticated,
+  componentName,
+  type ErrorStatus,
+  errorAnswer,
+  errorResponseName,
+  RESPONSE_HEADERS,
+  type RequestHeader,
+  type ResponseHeader,
+} from "./openapi.ts";
+
+/**
+ * Declares an operation with everything it can answer, so the OpenAPI
+ * document is the whole truth and a route author writes only what is
+ * particular to the route: its success answer(s) and its own errors. The
+ * rest follows from what the operation is (docs/architecture.md, "How to
+ * declare a route"):
+ *
+ * - every operation: 400 (an unknown query parameter, a bad path or query
+ *   value), 500, 503 with Retry-After; X-Request-Id on every answer;
+ * - authenticated (the default; `public: true` for none): both credentials,
+ *   401 with WWW-Authenticate, 429 with Retry-After, RateLimit and
+ *   RateLimit-Policy, which every other answer may carry too;
+ * - a path parameter: 404;
+ * - every method but GET: 403 (read-only keys), 413 and 415 (any body is
+ *   checked against the path's type and limit);
+ * - POST: reads Idempotency-Key, answers 409 (a key reused or in flight) and
+ *   may answer Idempotent-Replayed; a 201 carries Location;
+ * - `etag: true`: a GET reads If-None-Match and answers ETag and 304; PUT,
+ *   PATCH and DELETE read If-Match and answer 412, and (PUT, PATCH, POST)
+ *   send the new ETag.
+ */
+export interface OperationOptions {
+  /** No credential needed (no 401, 403 or 429). */
+  public?: boolean;
+  /**
+   * The record has an ETag: conditional reads, If-Match writes (see above).
+   * `"optional"`: a GET whose record may not have one yet (a care record never written).
+   */
+  etag?: boolean | "optional";
+  /** Statuses particular to the operation, beyond those derived (e.g. 403 on an admin-only read, 409). */
+  errors?: ErrorStatus[];
+  /** Headers particular to the success answers (e.g. Cache-Control on a download). */
+  headers?: ResponseHeader[];
+}
+
+const parameter = (name: RequestHeader) => ({ $ref: `#/components/parameters/${componentName(name)}` });
+
+function headerRefs(names: ResponseHeader[]): Record<string, { $ref: string }> {
+  return Object.fromEntries([...new Set(names)].map((name) => [name, { $ref: `#/components/headers/${componentName(name)}` }]));
+}
+
+export function operation<R extends RouteConfig>(route: R & OperationOptions): R {
+  const { public: isPublic, etag, errors = [], headers = [], ...config } = route;
+  const method = config.method;
+  const write = method !== "get";
+  const post = method === "post";
+  const hasPathParameter = /\{[^}]+\}/.test(config.path);
+
+  const rate: ResponseHeader[] = isPublic ? [] : ["RateLimit", "RateLimit-Policy"];
+  const statuses = new Set<ErrorStatus>([400, 500, 503, ...errors]);
+  if (!isPublic) for (const s of [401, 429] as const) statuses.add(s);
+  if (hasPathParameter) statuses.add(404);
+  if (write && !isPublic) statuses.add(403);
+  if (write) for (const s of [413, 415] as const) statuses.add(s);
+  if (post && !isPublic) statuses.add(409);
+  if (etag && (method === "put" || method === "patch" || method === "delete")) statuses.add(412);
+
+  const responses: Record<string, unknown> = {};
+  for (const [status, answer] of Object.entries(config.responses)) {
+    const success = Number(status) >= 200 && Number(status) < 300;
+    const sent: ResponseHeader[] = ["X-Request-Id", ...rate, ...(success ? headers : [])];
+    if (success && post && !isPublic) sent.push("Idempotent-Replayed");
+    if (status === "201") sent.push("Location");
+    if (success && etag === true && method !== "delete") sent.push("ETag");
+    const refs: Record<string, object> = headerRefs(sent);
+    if (success && etag === "optional") refs.ETag = { ...RESPONSE_HEADERS.ETag, required: false };
+    responses[status] = { ...(answer as object), headers: refs };
+  }
+  if (etag && method === "get") {
+    responses["304"] = {
+      description: "Not modified: If-None-Match names the current ETag (no body)",
+      headers: headerRefs(["X-Request-Id", "ETag", ...rate, ...headers]),
+    };
+  }
+  for (const status of [...statuses].sort()) {
+    const sent: ResponseHeader[] = ["X-Request-Id"];
+    if (status === 401) sent.push("WWW-Authenticate");
+    else if (!isPublic) sent.push(...rate);
+    if (status === 429 || status === 503) sent.push("Retry-After");
+    // Authenticated operations share one answer per status (components/responses); public ones have no rate fields.
+    responses[String(status)] ??= isPublic
+      ? errorAnswer(status, headerRefs(sent))
+      : { $ref: `#/components/responses/${errorResponseName(status)}` };
+  }
+
+  const parameters: Array<{ $ref: string }> = [...((config.parameters as Array<{ $ref: string }>) ?? [])];
+  if (post && !isPublic) parameters.push(parameter("Idempotency-Key"));
+  if (etag && method === "get") parameters.push(parameter("If-None-Match"));
+  if (etag && (method === "put" || method === "patch" || method === "delete")) parameters.push(parameter("If-Match"));
+
+  return {
+    ...config,
+    ...(isPublic ? { security: [] } : { security: authenticated }),
+    ...(parameters.length > 0 ? { parameters } : {}),
+    responses,
+  } as unknown as R;
+}
