@@ -22,6 +22,7 @@ import { RateLimiter } from "./http/rate-limit.ts";
 import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
+import { meRoutes } from "./me/routes.ts";
 import { eraseRoutes } from "./participants/erase.ts";
 import { participantRoutes } from "./participants/routes.ts";
 import { BULK_BODIES, participantBulkRoutes } from "./participants-bulk/routes.ts";
@@ -109,6 +110,7 @@ export function createApp(deps: AppDeps) {
 
   const photoStore = deps.photoStore ?? defaultPhotoStore(deps.config);
   app.route("/", healthRoutes(photoStore));
+  app.route("/api/v1/me", meRoutes);
   app.route("/api/v1/api-keys", apiKeyRoutes);
   app.route("/api/v1/users", userRoutes);
   app.route("/api/v1/audit-events", auditRoutes);

@@ -1,6 +1,6 @@
 import type { ContentfulStatusCode } from "hono/utils/http-status";
 
-/** The error codes of the contract (DECISIONS.md) and the status each one carries. */
+/** The error codes of the contract (docs/api.md, "The contract") and the status each one carries. */
 export const ERROR_STATUS = {
   VALIDATION_ERROR: 400,
   UNAUTHORIZED: 401,

@@ -136,6 +136,7 @@ describe("rooms", () => {
         instance_id: instance,
         name: null,
         capacity: null,
+        block_name: "North",
         created_at: expect.any(String),
         updated_at: expect.any(String),
       },

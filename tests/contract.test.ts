@@ -23,6 +23,7 @@ function misbehaving() {
       method: "get",
       path: "/api/v1/things/{id}",
       summary: "Get a thing",
+      description: "A thing that answers wrongly on purpose",
       tags: ["things"],
       etag: true,
       request: { params: z.object({ id: z.string() }) },

@@ -45,7 +45,7 @@ describe("ETags", () => {
       const created = await call(app, "POST", path, { key, body });
       expect(created.status, path).toBe(201);
       const tag = created.headers.get("etag") as string;
-      expect(tag, path).toMatch(/^"[0-9]+"$/);
+      expect(tag, path).toMatch(/^"[0-9]+(\.[0-9]+)?"$/);
       const url = `${path}/${created.body.data.id}`;
       const read = await call(app, "GET", url, { key });
       expect(read.headers.get("etag"), path).toBe(tag);
@@ -128,5 +128,32 @@ describe("ETags", () => {
     expect(
       (await call(app, "PATCH", url, { key: tenant.admin.key, body: { name: "x" }, headers: { "If-Match": "*" } })).status,
     ).toBe(404);
+  });
+});
+
+describe("ETags of records that carry a parent's name", () => {
+  it("change when the parent is renamed, while If-Match still guards the record's own fields", async () => {
+    const key = tenant.admin.key;
+    const block = await call(app, "POST", "/api/v1/blocks", { key, body: { name: "Old lodge", instance_id: camp.instanceId } });
+    const room = await call(app, "POST", "/api/v1/rooms", {
+      key,
+      body: { room_number: "7", block_id: block.body.data.id, instance_id: camp.instanceId },
+    });
+    const url = `/api/v1/rooms/${room.body.data.id}`;
+    const read = await call(app, "GET", url, { key });
+    expect(read.body.data.block_name).toBe("Old lodge");
+    const etag = read.headers.get("etag") as string;
+    const renamed = await call(app, "PATCH", `/api/v1/blocks/${block.body.data.id}`, { key, body: { name: "New lodge" } });
+    expect(renamed.status).toBe(200);
+    // The old copy is stale: a conditional read gets the new name, not a 304.
+    const again = await call(app, "GET", url, { key, headers: { "If-None-Match": etag } });
+    expect(again.status).toBe(200);
+    expect(again.body.data.block_name).toBe("New lodge");
+    expect(again.headers.get("etag")).not.toBe(etag);
+    // The room itself did not change: an edit made with the old ETag is not a lost update.
+    const edit = await call(app, "PATCH", url, { key, body: { capacity: 3 }, headers: { "If-Match": etag } });
+    expect(edit.status).toBe(200);
+    const stale = await call(app, "PATCH", url, { key, body: { capacity: 2 }, headers: { "If-Match": etag } });
+    expect(stale.status).toBe(412);
   });
 });

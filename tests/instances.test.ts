@@ -49,21 +49,34 @@ describe("POST /api/v1/instances", () => {
     expect(res.body.data).toMatchObject(body);
   });
 
-  it("ignores unknown and read-only fields in the body", async () => {
+  it("accepts and ignores the fields of the read form, so a client may send back what it read", async () => {
     const res = await api.post("/api/v1/instances", {
       name: "Camp",
       id: MISSING_ID,
-      tenant_id: MISSING_ID,
       created_at: "2000-01-01T00:00:00Z",
+      updated_at: "2000-01-01T00:00:00Z",
       deleted_at: "2000-01-01T00:00:00Z",
-      colour: "red",
     });
     expect(res.status).toBe(201);
     expect(res.body.data.id).not.toBe(MISSING_ID);
     expect(res.body.data.created_at).not.toMatch(/^2000/);
-    expect(res.body.data).not.toHaveProperty("colour");
     const stored = await t().admin("select tenant_id, deleted_at from public.instances where id = $1", [res.body.data.id]);
     expect(stored.rows[0]).toEqual({ tenant_id: tenant.tenantId, deleted_at: null });
+    const again = await api.put(`/api/v1/instances/${res.body.data.id}`, { ...res.body.data, location: "Lakeside" });
+    expect(again.status).toBe(200);
+    expect(again.body.data.location).toBe("Lakeside");
+  });
+
+  it("refuses a field it does not know with 400 naming it, and writes nothing", async () => {
+    const res = await api.post("/api/v1/instances", { name: "Typo camp", start_data: "2027-07-01", tenant_id: MISSING_ID });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe("VALIDATION_ERROR");
+    expect(res.body.error.details).toEqual([
+      { field: "start_data", issue: "is not a field of this operation" },
+      { field: "tenant_id", issue: "is not a field of this operation" },
+    ]);
+    const stored = await t().admin("select count(*)::int as n from public.instances where name = 'Typo camp'");
+    expect(stored.rows[0].n).toBe(0);
   });
 
   it.each([
@@ -121,7 +134,6 @@ describe("PUT and PATCH /api/v1/instances/{id}", () => {
 
   it.each([
     ["an empty body", {}],
-    ["only unknown fields", { colour: "red" }],
     ["only read-only fields", { id: MISSING_ID, created_at: "2000-01-01T00:00:00Z", updated_at: "2000-01-01T00:00:00Z" }],
   ])("refuses %s with 400 VALIDATION_ERROR", async (_, body) => {
     const created = await api.create("instances", { name: "Unchanged" });
@@ -129,6 +141,14 @@ describe("PUT and PATCH /api/v1/instances/{id}", () => {
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("VALIDATION_ERROR");
     expect(res.body.error.details).toEqual([expect.objectContaining({ field: "body" })]);
+  });
+
+  it("refuses an unknown field in an update with 400 naming it", async () => {
+    const created = await api.create("instances", { name: "Unchanged" });
+    const res = await api.patch(`/api/v1/instances/${created.id}`, { name: "Changed", colour: "red" });
+    expect(res.status).toBe(400);
+    expect(res.body.error.details).toEqual([{ field: "colour", issue: "is not a field of this operation" }]);
+    expect((await api.get(`/api/v1/instances/${created.id}`)).body.data.name).toBe("Unchanged");
   });
 
   it.each([

@@ -3,7 +3,7 @@ import { addCampStructure, type CampStructure } from "./support/camp-structure.t
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 
-/** `sort`, `updated_since` and `include_deleted` on lists (DECISIONS.md, "Conventions"). */
+/** `sort`, `updated_since` and `include_deleted` on lists (docs/api.md, "The contract"). */
 
 const t = useTestDatabase();
 let app: TestApp;

@@ -180,21 +180,35 @@ describe("POST /api/v1/participants", () => {
     expect(fields(long.body)).toEqual(["unit_name"]);
   });
 
-  it("ignores id, created_at, updated_at, tenant_id, deleted_at and unknown fields", async () => {
+  it("accepts and ignores id, created_at, updated_at, deleted_at and the computed names", async () => {
     const data = await create({
       id: MISSING,
       created_at: "2000-01-01T00:00:00.000Z",
       updated_at: "2000-01-01T00:00:00.000Z",
-      tenant_id: MISSING,
       deleted_at: "2000-01-01T00:00:00.000Z",
-      favourite_colour: "blue",
+      supergroup_name: "Made up",
+      room_name: "Made up",
     });
     expect(data.id).not.toBe(MISSING);
     expect(data.created_at).not.toBe("2000-01-01T00:00:00.000Z");
-    expect(data).not.toHaveProperty("favourite_colour");
+    expect(data.supergroup_name).toBeNull();
     const stored = await storedParticipant(t(), data.id);
     expect(stored.tenant_id).toBe(tenant.tenantId);
     expect(stored.deleted_at).toBeNull();
+  });
+
+  it("refuses unknown fields (tenant_id among them) with 400 naming each, creating nothing", async () => {
+    const res = await call(app, "POST", BASE, { key, body: minimal({ tenant_id: MISSING, favourite_colour: "blue" }) });
+    expect(res.status).toBe(400);
+    expect(fields(res.body)).toEqual(["tenant_id", "favourite_colour"]);
+    expect(res.body.error.details[0].issue).toBe("is not a field of this operation");
+  });
+
+  it("takes back the participant as it was read, changing only what the client changed", async () => {
+    const data = await create();
+    const res = await call(app, "PATCH", `${BASE}/${data.id}`, { key, body: { ...data, pronouns: "they/them" } });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(res.body.data).toMatchObject({ ...data, pronouns: "they/them", updated_at: expect.any(String) });
   });
 
   it("fills super_group_id from the subgroup when only sub_group_id is given", async () => {

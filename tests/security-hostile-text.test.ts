@@ -6,7 +6,7 @@ import { type CallResult, call, newTenant, type TestApp, testApp } from "./suppo
 
 /**
  * Hostile text is a 400 naming the field, never a 500 and never stored
- * altered (DECISIONS.md, "Limits"): NUL and other C0 controls, lone
+ * altered (docs/api.md, "The contract"): NUL and other C0 controls, lone
  * surrogates, in bodies, queries, paths and CSV cells; numbers in queries are
  * plain decimal integers. Then a seeded fuzz over every operation of the
  * OpenAPI document.

@@ -43,7 +43,7 @@ const IssuedKey = KeyRecord.extend({
   key: z.string().openapi({ description: "The secret. Shown only in this response; store it now." }),
 }).openapi("IssuedApiKey");
 
-const GenerateBody = z.object({
+const GenerateBody = z.strictObject({
   email: z.string().trim().min(3).max(320).email(),
   expires_at: z
     .string()
@@ -91,7 +91,9 @@ const generate = createRoute(
     errors: [403, 404, 409],
     method: "post",
     path: "/generate",
-    summary: "Issue a key for a user (their own Bearer token, or an admin of the tenant)",
+    summary: "Issue a key for a user",
+    description:
+      "Issues a key for a user of the tenant: an admin for anyone, anyone else for themselves with a Bearer token. The secret is in this answer only. 409 while the user has a live key.",
     tags,
     request: { body: { content: { "application/json": { schema: GenerateBody } }, required: true } },
     responses: { 201: json(dataOf(IssuedKey), "The new key, shown once") },
@@ -103,7 +105,9 @@ const myKey = createRoute(
     errors: [404],
     method: "get",
     path: "/my-key",
-    summary: "Get the caller's current key (never the secret)",
+    summary: "Get the caller's current key",
+    description:
+      "The key the caller authenticated with (for a Bearer token, the user's live key); never the secret. 404 when there is none.",
     tags,
     responses: { 200: json(dataOf(KeyRecord), "The key record") },
   }),
@@ -113,7 +117,9 @@ const byId = createRoute(
   operation({
     method: "get",
     path: "/{id}",
-    summary: "Get a key record (admins: any key of the tenant; others: their own)",
+    summary: "Get a key record",
+    description:
+      "One key record, never the secret: admins see any key of the tenant, others only their own (anyone else's is 404).",
     tags,
     request: { params: KeyId },
     responses: { 200: json(dataOf(KeyRecord), "The key record") },
@@ -125,7 +131,8 @@ const listRoute = createRoute(
     errors: [403],
     method: "get",
     path: "/",
-    summary: "List the tenant's keys, newest first, never a secret (admins)",
+    summary: "List the tenant's keys (admins)",
+    description: "Every key of the tenant, newest first, never a secret; filter by user_id or live. Admins only.",
     tags,
     request: { query: ListQuery },
     responses: { 200: json(listOf(KeyRecord), "A page of key records") },
@@ -137,7 +144,9 @@ const revokeById = createRoute(
     errors: [403, 404, 409],
     method: "delete",
     path: "/{id}",
-    summary: "Revoke any key of the tenant (admins); refused on the next request by every process",
+    summary: "Revoke a key of the tenant (admins)",
+    description:
+      "Revokes any key of the tenant; it is refused on the very next request by every server process. 409 when it is already revoked. Admins only.",
     tags,
     request: { params: KeyId },
     responses: { 200: json(MessageSchema, "Revoked") },
@@ -149,7 +158,9 @@ const regenerate = createRoute(
     errors: [404],
     method: "post",
     path: "/regenerate",
-    summary: "Revoke the caller's key and issue a new one, atomically",
+    summary: "Regenerate the caller's key",
+    description:
+      "Revokes the caller's key and issues a new one in one transaction; the new key keeps the old one's name, scopes and expiry. The secret is in this answer only.",
     tags,
     responses: { 200: json(dataOf(IssuedKey), "The new key, shown once") },
   }),
@@ -161,6 +172,8 @@ const revoke = createRoute(
     method: "delete",
     path: "/revoke",
     summary: "Revoke the caller's key",
+    description:
+      "Revokes the key the caller authenticated with (for a Bearer token, the user's live key); it is refused from the next request on.",
     tags,
     responses: { 200: json(MessageSchema, "Revoked") },
   }),

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { recordOf, updateOf } from "../resources/derive.ts";
+import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { idField, idFilter, optionalLongText, requiredText } from "../resources/fields.ts";
 import { listing } from "../resources/listing.ts";
 
@@ -10,7 +10,7 @@ const BlockFields = z.object({
 });
 
 export const WritableBlockFields = Object.keys(BlockFields.shape);
-export const CreateBlock = BlockFields.openapi("CreateBlock");
+export const CreateBlock = createOf(BlockFields).openapi("CreateBlock");
 export const UpdateBlock = updateOf(BlockFields).openapi("UpdateBlock");
 export const Block = recordOf(BlockFields).openapi("Block");
 export const BlockQuery = z.object({ instance_id: idFilter(), ...listing(["name", "created_at", "updated_at"], 100) });

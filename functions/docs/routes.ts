@@ -44,7 +44,15 @@ export function mountDocs(app: OpenAPIHono<AppEnv>): void {
     document ??= clientReady(
       app.getOpenAPI31Document({
         openapi: "3.1.0",
-        info: { title: "Camp Administration Service API", version: VERSION, description: DESCRIPTION },
+        info: {
+          title: "Camp Administration Service API",
+          version: VERSION,
+          description: DESCRIPTION,
+          // Whoever runs this service answers for it; the document has no other owner to name.
+          contact: { name: "The operator of this service", ...(publicUrl ? { url: publicUrl } : {}) },
+          // identifier: an OpenAPI 3.1 field that the 3.0 types of the generator lack.
+          license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" } as { name: string },
+        },
         servers: [
           // The operator's address, for generated clients; else relative to this document, which names the
           // right base on Node and under /functions/v1/api alike.

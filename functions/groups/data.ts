@@ -15,4 +15,9 @@ export const subgroups = softDeleteTable({
   columns: Object.keys(Subgroup.shape),
   writable: WritableSubgroupFields,
   filters: ["instance_id", "parent_supergroup_id"],
+  // The parent is live while the subgroup is (a supergroup with live subgroups cannot be deleted).
+  computed: {
+    supergroup_name: "(select s.name from public.supergroups s where s.id = subgroups.parent_supergroup_id)",
+  },
+  computedVersion: "(select s.xmin::text from public.supergroups s where s.id = subgroups.parent_supergroup_id)",
 });

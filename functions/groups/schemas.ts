@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { recordOf, updateOf } from "../resources/derive.ts";
+import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { idField, idFilter, optionalLongText, requiredText } from "../resources/fields.ts";
 import { listing } from "../resources/listing.ts";
 
@@ -24,18 +24,22 @@ const SubgroupFields = z.object({
 });
 
 export const WritableSupergroupFields = Object.keys(SupergroupFields.shape);
-export const CreateSupergroup = SupergroupFields.openapi("CreateSupergroup");
+export const CreateSupergroup = createOf(SupergroupFields).openapi("CreateSupergroup");
 export const UpdateSupergroup = updateOf(SupergroupFields).openapi("UpdateSupergroup");
 export const Supergroup = recordOf(SupergroupFields).openapi("Supergroup");
 const GROUP_SORT = ["name", "type", "created_at", "updated_at"];
 export const SupergroupQuery = z.object({ instance_id: idFilter(), ...listing(GROUP_SORT, 100) });
 
+/** Computed when read: the parent's name, so a table of subgroups needs no second request. */
+const SUBGROUP_NAMES = ["supergroup_name"];
 export const WritableSubgroupFields = Object.keys(SubgroupFields.shape);
-export const CreateSubgroup = SubgroupFields.openapi("CreateSubgroup");
-export const UpdateSubgroup = updateOf(SubgroupFields).openapi("UpdateSubgroup");
-export const Subgroup = recordOf(SubgroupFields).openapi("Subgroup");
+export const CreateSubgroup = createOf(SubgroupFields, SUBGROUP_NAMES).openapi("CreateSubgroup");
+export const UpdateSubgroup = updateOf(SubgroupFields, SUBGROUP_NAMES).openapi("UpdateSubgroup");
+export const Subgroup = recordOf(SubgroupFields, {
+  supergroup_name: z.string().openapi({ description: "The parent supergroup's name" }),
+}).openapi("Subgroup");
 export const SubgroupQuery = z.object({
   instance_id: idFilter(),
   parent_supergroup_id: idFilter(),
-  ...listing(GROUP_SORT, 100),
+  ...listing([...GROUP_SORT, "supergroup_name"], 100),
 });

@@ -28,10 +28,12 @@ export function ifMatch(c: Context): Precondition {
   const header = c.req.header("if-match");
   if (header === undefined) return undefined;
   if (header.trim() === "*") return "*";
-  // Only versions Postgres can hold can match; anything else matches nothing.
+  // Only versions Postgres can hold can match; anything else matches nothing. A record
+  // whose ETag also carries its parent's version (`"<own>.<parent's>"`: computed names)
+  // is matched on its own version: If-Match guards the record's own fields.
   return tags(header)
-    .filter((tag) => !tag.weak && /^[0-9]{1,10}$/.test(tag.value))
-    .map((tag) => tag.value);
+    .map((tag) => (tag.weak ? undefined : /^([0-9]{1,10})(\.[0-9]{1,10})?$/.exec(tag.value)?.[1]))
+    .filter((version): version is string => version !== undefined);
 }
 
 /** Whether If-None-Match names this ETag (weak comparison) or `*`: the client's copy is current. */

@@ -21,7 +21,7 @@ export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
 }
 
 /**
- * Safe retries of POSTs (DECISIONS.md, "Conventions"). With an
+ * Safe retries of POSTs (docs/api.md, "The contract"). With an
  * Idempotency-Key, the whole request runs in one tenant transaction
  * (TenantScope.wholeRequest) that also stores its answer under the
  * key, for the tenant and the calling user, for 24 hours: the answer is

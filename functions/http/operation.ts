@@ -32,6 +32,9 @@ import {
  *   send the new ETag.
  */
 export interface OperationOptions {
+  /** A one-line imperative summary ("Get a room") and a description of what it does (Spectral wants both). */
+  summary: string;
+  description: string;
   /** No credential needed (no 401, 403 or 429). */
   public?: boolean;
   /**

@@ -3,16 +3,27 @@ import type { AppEnv } from "../app-env.ts";
 import { ApiError, type FieldIssue } from "../errors.ts";
 
 interface ZodIssueLike {
+  code?: string;
   path: PropertyKey[];
   message: string;
+  /** Of an `unrecognized_keys` issue: the fields a strict body does not know. */
+  keys?: string[];
 }
 
-/** Zod's issues as the contract's field list: `[{field, issue}]`. */
+const fieldName = (path: readonly PropertyKey[]) => (path.length > 0 ? path.map(String).join(".") : "body");
+
+/** Zod's issues as the contract's field list: `[{field, issue}]`, each unknown field named on its own. */
 export function fieldIssues(issues: readonly ZodIssueLike[]): FieldIssue[] {
-  return issues.map((issue) => ({
-    field: issue.path.length > 0 ? issue.path.map(String).join(".") : "body",
-    issue: /received undefined$/.test(issue.message) ? "is required" : issue.message,
-  }));
+  return issues.flatMap((issue) =>
+    issue.code === "unrecognized_keys" && issue.keys
+      ? issue.keys.map((key) => ({ field: fieldName([...issue.path, key]), issue: "is not a field of this operation" }))
+      : [
+          {
+            field: fieldName(issue.path),
+            issue: /received undefined$/.test(issue.message) ? "is required" : issue.message,
+          },
+        ],
+  );
 }
 
 export function validationError(issues: readonly ZodIssueLike[]): ApiError {

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { recordOf, updateOf } from "../resources/derive.ts";
+import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { optionalDate, optionalLongText, optionalText, requiredText } from "../resources/fields.ts";
 import { listing } from "../resources/listing.ts";
 
@@ -26,7 +26,7 @@ function datesInOrder(body: { start_date?: string | null; end_date?: string | nu
 }
 
 export const WritableInstanceFields = Object.keys(InstanceFields.shape);
-export const CreateInstance = InstanceFields.superRefine(datesInOrder).openapi("CreateInstance");
+export const CreateInstance = createOf(InstanceFields).superRefine(datesInOrder).openapi("CreateInstance");
 export const UpdateInstance = updateOf(InstanceFields).superRefine(datesInOrder).openapi("UpdateInstance");
 export const Instance = recordOf(InstanceFields).openapi("Instance");
 export const InstanceQuery = z.object({

@@ -7,7 +7,7 @@ import { idField } from "../resources/fields.ts";
 export const MAX_BULK = 1_000;
 
 export const BulkBody = z
-  .object({
+  .strictObject({
     // Rows are checked one by one in the handler, so that every bad row is reported with its index.
     participants: z
       .array(z.unknown())

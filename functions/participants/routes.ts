@@ -40,6 +40,8 @@ const create = createRoute(
     method: "post",
     path: "/",
     summary: "Create a participant",
+    description:
+      "Creates a participant: 201 with the participant as stored (full_name generated when not given, supergroup and block filled from subgroup and room, computed names), its ETag and its Location.",
     tags,
     etag: true,
     request: body(CreateBody),
@@ -52,7 +54,9 @@ const listRoute = createRoute(
     errors: [403],
     method: "get",
     path: "/",
-    summary: "List participants, oldest first unless sorted",
+    summary: "List participants",
+    description:
+      "The live participants of the caller's tenant, a page at a time, filtered (instance, status, groups, block, room, q) and sorted as asked (default: oldest first); each with its group, block and room names.",
     tags,
     request: { query: ListQuery },
     responses: { 200: json(listOf(Participant), "One page and the total") },
@@ -64,6 +68,8 @@ const get = createRoute(
     method: "get",
     path: "/{id}",
     summary: "Get a participant",
+    description:
+      "The participant with every field and the names of its groups, block and room. Its ETag, sent back in If-None-Match, gives 304 while it is unchanged.",
     tags,
     etag: true,
     request: { params: IdParam },
@@ -71,13 +77,15 @@ const get = createRoute(
   }),
 );
 
-/** PUT and PATCH are the same partial update (DECISIONS.md). */
+/** PUT and PATCH are the same partial update (docs/api.md, "The contract"). */
 const update = (method: "put" | "patch") =>
   createRoute(
     operation({
       method,
       path: "/{id}",
-      summary: `${method === "put" ? "Replace" : "Update"} a participant (PUT and PATCH alike change only the fields sent)`,
+      summary: `${method === "put" ? "Replace" : "Update"} a participant`,
+      description:
+        "Changes only the fields sent (PUT and PATCH alike); fields of the participant as read (id, timestamps, computed names, photo_link) may be sent back and are ignored. With the ETag you read in If-Match, a change made meanwhile is refused with 412.",
       tags,
       etag: true,
       errors: [409],
@@ -90,7 +98,9 @@ const remove = createRoute(
   operation({
     method: "delete",
     path: "/{id}",
-    summary: "Delete a participant (soft; its user_id may then be reused)",
+    summary: "Delete a participant",
+    description:
+      "Soft delete: the participant answers 404 from then on and its user_id may be used again in the instance. If-Match as for updates.",
     tags,
     etag: true,
     errors: [409],

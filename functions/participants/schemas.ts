@@ -1,4 +1,5 @@
 import { z } from "@hono/zod-openapi";
+import { readOnlyFields } from "../resources/derive.ts";
 import { cleanText, idFilter, SHORT_TEXT } from "../resources/fields.ts";
 import { deletedAtField, listing } from "../resources/listing.ts";
 import { readable, status, WRITABLE_FIELDS, writable } from "./fields.ts";
@@ -10,11 +11,20 @@ import { readable, status, WRITABLE_FIELDS, writable } from "./fields.ts";
 
 export { GENDERS, STATUSES, WRITABLE_FIELDS, type WritableField } from "./fields.ts";
 
-/** Unknown fields (and the read-only id, created_at, updated_at) are dropped by z.object. */
-export const CreateBody = z.object(writable).openapi("ParticipantCreate");
+/**
+ * Bodies are strict: an unknown field is a 400 naming it. The read form's other
+ * fields (id, timestamps, the computed names) are accepted and ignored, so a
+ * client may send back the participant it read.
+ */
+const READ_ONLY = [...Object.keys(readable), "deleted_at"].filter(
+  (name) => !(WRITABLE_FIELDS as readonly string[]).includes(name),
+);
+
+export const CreateBody = z.strictObject({ ...writable, ...readOnlyFields(READ_ONLY) }).openapi("ParticipantCreate");
 
 export const UpdateBody = z
-  .object({
+  .strictObject({
+    ...readOnlyFields(READ_ONLY),
     ...writable,
     user_id: writable.user_id.optional(),
     instance_id: writable.instance_id.optional(),

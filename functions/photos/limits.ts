@@ -1,4 +1,4 @@
-/** The photo contract of DECISIONS.md ("Photos"): size limit and accepted types. */
+/** The photo contract (docs/photos.md): size limit and accepted types. */
 
 export const MAX_PHOTO_BYTES = 5_242_880;
 

@@ -60,7 +60,9 @@ const upload = createRoute(
     errors: [404, 409],
     method: "post",
     path: "/user/{userId}",
-    summary: "Upload or replace a participant's photo (JPEG, PNG, GIF or WebP; at most 5 MB; metadata removed)",
+    summary: "Upload a participant's photo",
+    description:
+      "Stores a JPEG, PNG, GIF or WebP image of at most 5 MB (the multipart part photo), judged by its bytes, with its metadata (EXIF, GPS) removed; it replaces the previous photo and sets the participant's photo_link.",
     tags,
     request: {
       params: Params,
@@ -70,12 +72,19 @@ const upload = createRoute(
         // Documentation only: a plain schema, so no validator buffers the body; readPhotoPart streams it.
         content: {
           "multipart/form-data": {
-            // The part has no type: generated clients then take a Blob or File, not a string.
+            // Bytes by contentMediaType and no `type`: @hey-api/openapi-ts and orval type the part
+            // Blob | File, openapi-typescript `unknown` (which takes a Blob); `type: string` would make it a string.
             schema: {
               type: "object",
-              properties: { photo: { description: "The image file (JPEG, PNG, GIF or WebP)" } },
+              properties: {
+                photo: {
+                  contentMediaType: "application/octet-stream",
+                  description: "The image file (JPEG, PNG, GIF or WebP; at most 5 MB), e.g. a Blob or File",
+                },
+              },
               required: ["photo"],
             },
+            encoding: { photo: { contentType: ALLOWED_PHOTO_TYPES.join(", ") } },
           },
         },
       },
@@ -91,7 +100,8 @@ const download = createRoute(
     headers: ["Cache-Control", "Content-Disposition"],
     method: "get",
     path: "/user/{userId}",
-    summary: "Download a participant's current photo",
+    summary: "Download a participant's photo",
+    description: "The participant's current photo, with its ETag (If-None-Match gives 304). 404 when the participant has none.",
     tags,
     request: { params: Params, query: Query },
     responses: {

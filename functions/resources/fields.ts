@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 
 /**
- * Field schemas shared by every resource, so each rule of DECISIONS.md is
+ * Field schemas shared by every resource, so each rule of the contract (docs/api.md) is
  * written once: text lengths, strict dates, id formats, pagination.
  */
 
@@ -14,7 +14,7 @@ export const isUuid = (value: string) => UUID.test(value);
 export const SHORT_TEXT = 200;
 export const LONG_TEXT = 2_000;
 
-/** C0 control characters (DECISIONS.md): none in one-line text; long text may hold tabs and line breaks. */
+/** C0 control characters (docs/api.md, "The contract"): none in one-line text; long text may hold tabs and line breaks. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this pattern's job
 const CONTROL = /[\u0000-\u001f]/;
 // biome-ignore lint/suspicious/noControlCharactersInRegex: as above, less tab, line feed and carriage return

@@ -2,7 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { pagination } from "./fields.ts";
 
 /**
- * What every list takes beside its filters (DECISIONS.md, "Conventions"):
+ * What every list takes beside its filters (docs/api.md, "The contract"):
  * `sort`, `updated_since`, `include_deleted`, `limit` and `offset`. Declared
  * once here, so every list parses them alike and the OpenAPI document says
  * the same of each.

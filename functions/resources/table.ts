@@ -13,6 +13,18 @@ export interface TableSpec {
   writable: readonly string[];
   /** Columns a list may be filtered on (equality). */
   filters: readonly string[];
+  /**
+   * Computed read-only fields: name → SQL expression over the table's row,
+   * which it names unqualified by schema (`rooms.block_id`). Read, listed,
+   * sorted and returned by writes like columns; never written.
+   */
+  computed?: Readonly<Record<string, string>>;
+  /**
+   * The version of the row the computed fields are read from (its `xmin`), so
+   * that a record's ETag changes when they do (a renamed block renames its
+   * rooms' block_name). If-Match compares the record's own version only.
+   */
+  computedVersion?: string;
 }
 
 /** A record with its row version, from which its ETag is made (http/etag.ts). */
@@ -51,9 +63,14 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
   const table = identifiers([spec.table])[0];
   const writable = identifiers(spec.writable);
   const filters = identifiers(spec.filters);
-  // deleted_at is returned only by a list that includes deleted rows.
-  const returning = identifiers(spec.columns.filter((column) => column !== "deleted_at")).join(", ");
-  const withVersion = `${returning}, xmin::text as _version`;
+  const computed = spec.computed ?? {};
+  identifiers(Object.keys(computed));
+  // deleted_at is returned only by a list that includes deleted rows; computed fields as their expressions.
+  const returning = identifiers(spec.columns.filter((column) => column !== "deleted_at"))
+    .map((column) => (column in computed ? `${computed[column]} as ${column}` : column))
+    .join(", ");
+  const version = spec.computedVersion ? `xmin::text || coalesce('.' || ${spec.computedVersion}, '')` : "xmin::text";
+  const withVersion = `${returning}, ${version} as _version`;
   const versioned = (found: (Row & { _version: string }) | undefined): Versioned<Row> | undefined => {
     if (!found) return undefined;
     const { _version: version, ...row } = found;

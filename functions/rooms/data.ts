@@ -7,4 +7,7 @@ export const rooms = softDeleteTable({
   columns: Object.keys(Room.shape),
   writable: WritableRoomFields,
   filters: ["instance_id", "block_id"],
+  // A room's block is live while the room is (a block with live rooms cannot be deleted).
+  computed: { block_name: "(select b.name from public.blocks b where b.id = rooms.block_id)" },
+  computedVersion: "(select b.xmin::text from public.blocks b where b.id = rooms.block_id)",
 });

@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import { recordOf, updateOf } from "../resources/derive.ts";
+import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { idField, idFilter, optionalText, requiredText } from "../resources/fields.ts";
 import { listing } from "../resources/listing.ts";
 
@@ -23,11 +23,15 @@ const RoomFields = z.object({
 });
 
 export const WritableRoomFields = Object.keys(RoomFields.shape);
-export const CreateRoom = RoomFields.openapi("CreateRoom");
-export const UpdateRoom = updateOf(RoomFields).openapi("UpdateRoom");
-export const Room = recordOf(RoomFields).openapi("Room");
+/** Computed when read: the block's name, so a table of rooms needs no second request. */
+const ROOM_NAMES = ["block_name"];
+export const CreateRoom = createOf(RoomFields, ROOM_NAMES).openapi("CreateRoom");
+export const UpdateRoom = updateOf(RoomFields, ROOM_NAMES).openapi("UpdateRoom");
+export const Room = recordOf(RoomFields, {
+  block_name: z.string().openapi({ description: "The block's name" }),
+}).openapi("Room");
 export const RoomQuery = z.object({
   instance_id: idFilter(),
   block_id: idFilter(),
-  ...listing(["room_number", "name", "capacity", "created_at", "updated_at"], 100),
+  ...listing(["room_number", "name", "capacity", "block_name", "created_at", "updated_at"], 100),
 });

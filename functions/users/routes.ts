@@ -4,6 +4,7 @@ import { list, locate, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import type { Principal } from "../principal.ts";
+import { readOnlyFields } from "../resources/derive.ts";
 import { cleanText, IdParam, isUuid, pagination, SHORT_TEXT } from "../resources/fields.ts";
 import { addUser, changeUser, getUser, listUsers } from "./data.ts";
 
@@ -29,15 +30,20 @@ const User = z
   })
   .openapi("User");
 
+/** The read form's other fields, accepted in a body and ignored (a client may send back what it read). */
+const USER_READ_ONLY = readOnlyFields(["id", "active", "created_at", "updated_at", "has_live_key"]);
+
 const NewUser = z
-  .object({
+  .strictObject({
+    ...USER_READ_ONLY,
     email: z.string().trim().min(3).max(320).email(),
     role: Role.openapi({ description: "admin or staff" }),
   })
   .openapi("NewUser");
 
 const UserChange = z
-  .object({
+  .strictObject({
+    ...readOnlyFields(["id", "email", "created_at", "updated_at", "has_live_key"]),
     role: Role.optional(),
     active: z.boolean().optional().openapi({ description: "false revokes the user's keys and refuses their Bearer tokens" }),
     care_access: CareAccess.optional(),
@@ -72,6 +78,7 @@ const listRoute = createRoute(
     method: "get",
     path: "/",
     summary: "List the tenant's users (admins)",
+    description: "The tenant's users, oldest first, filtered by role, active or part of the e-mail address. Admins only.",
     tags,
     request: { query: Query },
     responses: { 200: json(listOf(User), "A page of users") },
@@ -83,6 +90,7 @@ const getRoute = createRoute(
     method: "get",
     path: "/{id}",
     summary: "Get a user (admins)",
+    description: "One user of the tenant, with whether they have a live key. Admins only.",
     tags,
     request: { params: IdParam },
     responses: { 200: json(dataOf(User), "The user") },
@@ -93,7 +101,8 @@ const createOne = createRoute(
     errors: [403, 409],
     method: "post",
     path: "/",
-    summary: "Add a user to the tenant (admins); 409 when the e-mail is taken",
+    summary: "Add a user (admins)",
+    description: "Adds a user to the tenant with a role; 409 when the e-mail address is taken in the tenant. Admins only.",
     tags,
     request: { body: body(NewUser) },
     responses: { 201: json(dataOf(User), "The new user") },
@@ -104,8 +113,9 @@ const changeOne = createRoute(
     errors: [403, 404, 409],
     method: "patch",
     path: "/{id}",
-    summary:
-      "Change a user's role or care access, or deactivate them (admins); the last active admin cannot be demoted or deactivated (409)",
+    summary: "Change a user (admins)",
+    description:
+      "Changes a user's role or care access, or deactivates them (their keys are revoked and their Bearer tokens refused); the last active admin cannot be demoted or deactivated (409). Admins only.",
     tags,
     request: { params: IdParam, body: body(UserChange) },
     responses: { 200: json(dataOf(User), "The user") },
