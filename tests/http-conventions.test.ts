@@ -229,6 +229,19 @@ describe("strict query parameters", () => {
     expect(created.body.error.details).toEqual([{ field: "dry", issue: "is not a query parameter of this operation" }]);
   });
 
+  it("names at most five unknown parameters and counts the rest, so the answer stays short", async () => {
+    const query = Array.from({ length: 10_000 }, (_, i) => `p${i}${"x".repeat(100)}=1`).join("&");
+    const res = await app.request(`/api/v1/instances?${query}`, { headers: { "X-API-Key": tenant.admin.key } });
+    expect(res.status).toBe(400);
+    const text = await res.text();
+    expect(text.length).toBeLessThan(2_000);
+    const { error } = JSON.parse(text);
+    expect(error.code).toBe("VALIDATION_ERROR");
+    expect(error.message).toMatch(/^unknown query parameters: p0x{62}…, .* and 9995 more$/);
+    expect(error.details).toHaveLength(6);
+    expect(error.details.at(-1)).toEqual({ field: "query", issue: "has 9995 more unknown parameters" });
+  });
+
   it("takes every parameter the operation declares", async () => {
     const ok = await call(app, "GET", `/api/v1/rooms?instance_id=${camp.instanceId}&block_id=${camp.blockId}&limit=5&offset=0`, {
       key: tenant.admin.key,

@@ -1,6 +1,13 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { ApiError } from "../errors.ts";
 
+/** How many unknown parameters an answer names; the rest are counted. */
+const NAMED_AT_MOST = 5;
+/** A name longer than this is cut in the answer (the URL itself may be up to 16 KB). */
+const NAME_AT_MOST = 64;
+
+const shortName = (name: string) => (name.length > NAME_AT_MOST ? `${name.slice(0, NAME_AT_MOST)}…` : name);
+
 interface Rule {
   method: string;
   regex: RegExp;
@@ -41,7 +48,11 @@ export class QueryRules {
     return this.rules;
   }
 
-  /** Throws VALIDATION_ERROR naming every query parameter the route does not take. */
+  /**
+   * Throws VALIDATION_ERROR naming the query parameters the route does not
+   * take: the first few of them, each cut short, and how many more there are,
+   * so a request with thousands of them gets an answer of a few hundred bytes.
+   */
   check(method: string, path: string, keys: string[]): void {
     if (keys.length === 0) return;
     const wanted = method === "HEAD" ? "GET" : method;
@@ -52,7 +63,11 @@ export class QueryRules {
     if (!rule) return;
     const unknown = keys.filter((key) => !rule.keys.has(key));
     if (unknown.length === 0) return;
-    const details = unknown.map((field) => ({ field, issue: "is not a query parameter of this operation" }));
-    throw new ApiError("VALIDATION_ERROR", `unknown query parameter: ${unknown.join(", ")}`, details);
+    const named = unknown.slice(0, NAMED_AT_MOST).map(shortName);
+    const more = unknown.length - named.length;
+    const details = named.map((field) => ({ field, issue: "is not a query parameter of this operation" }));
+    if (more > 0) details.push({ field: "query", issue: `has ${more} more unknown parameter${more === 1 ? "" : "s"}` });
+    const list = named.join(", ") + (more > 0 ? ` and ${more} more` : "");
+    throw new ApiError("VALIDATION_ERROR", `unknown query parameter${unknown.length === 1 ? "" : "s"}: ${list}`, details);
   }
 }
