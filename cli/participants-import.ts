@@ -30,7 +30,11 @@ function readCsv(file: string): string {
   return decodeCsv(bytes);
 }
 
-const describe = (d: LineIssue) => `line ${d.line}: ${d.column ? `${d.column} (${d.field})` : d.field}: ${d.issue}`;
+/** A rejected line, or an issue of the whole file (a room it would fill over capacity). */
+const describe = (d: Partial<LineIssue> & Pick<LineIssue, "field" | "issue">) =>
+  d.line === undefined
+    ? `${d.field}: ${d.issue}`
+    : `line ${d.line}: ${d.column ? `${d.column} (${d.field})` : d.field}: ${d.issue}`;
 
 export async function importFile(db: Database, file: string, options: ImportOptions): Promise<ImportReport> {
   const text = readCsv(file);

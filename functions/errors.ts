@@ -31,6 +31,11 @@ export interface FieldIssue {
   issue: string;
   line?: number;
   column?: string;
+  /** A room over its capacity (409): which room, its places, and the live participants it would hold. */
+  room_id?: string;
+  room_number?: string;
+  capacity?: number;
+  occupancy?: number;
 }
 
 /** `details` is always a list; one issue may be given alone. */

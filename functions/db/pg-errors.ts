@@ -86,6 +86,39 @@ function describeConstraint(constraint: string | undefined): FieldIssue | undefi
   return undefined;
 }
 
+/** One room over its capacity, as private.assert_room_capacity lists it in DETAIL. */
+interface RoomOver {
+  room_id: string;
+  room_number: string;
+  capacity: number;
+  occupancy: number;
+}
+
+/**
+ * A capacity refusal (private.assert_room_capacity, *_room_capacity.sql):
+ * one issue per room over, on the field that placed people there (room_id,
+ * or a room's capacity), with the room, its capacity and its occupancy.
+ */
+function overCapacity(error: PgError): ApiError {
+  let rooms: RoomOver[] = [];
+  try {
+    rooms = JSON.parse(error.detail ?? "[]") as RoomOver[];
+  } catch {
+    // Our own function writes DETAIL; a refusal without it still says what happened.
+  }
+  const field = error.column ?? "room_id";
+  const details = rooms.map((room) => ({
+    field,
+    issue: `room ${room.room_number} would hold ${room.occupancy} participants, over its capacity of ${room.capacity}`,
+    room_id: room.room_id,
+    room_number: room.room_number,
+    capacity: room.capacity,
+    occupancy: room.occupancy,
+  }));
+  const message = details.length === 1 ? (details[0]?.issue as string) : `${details.length} rooms would be over their capacity`;
+  return new ApiError("CONFLICT", message, details.length > 0 ? details : { field, issue: "a room would be over its capacity" });
+}
+
 /**
  * Turns a Postgres error into the client's error, or returns undefined when it
  * is not one a client caused (the caller then reports INTERNAL_ERROR). Never
@@ -119,6 +152,7 @@ export function fromPgError(error: unknown): ApiError | undefined {
         },
       );
     case "CA409":
+      if (error.constraint === "room_capacity") return overCapacity(error);
       return new ApiError("CONFLICT", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
     case "23505":
       return new ApiError(

@@ -25,6 +25,16 @@ export const FieldIssueSchema = z
     issue: z.string().openapi({ description: "What is wrong with it, in words", example: "must not be before start_date" }),
     line: z.number().int().optional().openapi({ description: "CSV import: the line of the file" }),
     column: z.string().optional().openapi({ description: "CSV import: the column as the file's header names it" }),
+    room_id: z
+      .string()
+      .optional()
+      .openapi({ format: "uuid", description: "A room over its capacity (409): the room; one issue per room over" }),
+    room_number: z.string().optional().openapi({ description: "A room over its capacity (409): its room number" }),
+    capacity: z.number().int().optional().openapi({ description: "A room over its capacity (409): its places" }),
+    occupancy: z.number().int().optional().openapi({
+      description:
+        "A room over its capacity (409): the live participants it would hold had the write gone through (more than capacity)",
+    }),
   })
   .openapi("FieldIssue", { description: "One offending field" });
 
