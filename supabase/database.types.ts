@@ -63,6 +63,7 @@ export type Database = {
           actor_key_id: string | null;
           actor_user_id: string | null;
           actor_via: string;
+          capacity_override: Json | null;
           changes: NonNullable<Json>;
           id: number;
           occurred_at: string;
@@ -78,6 +79,7 @@ export type Database = {
           actor_key_id?: string | null;
           actor_user_id?: string | null;
           actor_via: string;
+          capacity_override?: Json | null;
           changes?: NonNullable<Json>;
           id?: never;
           occurred_at?: string;
@@ -92,6 +94,7 @@ export type Database = {
           actor_key_id?: string | null;
           actor_user_id?: string | null;
           actor_via?: string;
+          capacity_override?: Json | null;
           changes?: NonNullable<Json>;
           id?: never;
           occurred_at?: string;
