@@ -15,6 +15,8 @@ export interface AppEnv {
     config: Config;
     /** Set first, for every request (http/request-id.ts). */
     requestId: string;
+    /** The client's own X-Request-Id, when it sent a safe one (http/request-id.ts). */
+    clientRequestId?: string;
     /** Set by the auth middleware on every /api/v1 route. */
     principal: Principal;
     /** The caller's tenant scope: every route's way to the database (set and closed by the auth middleware). */

@@ -32,6 +32,8 @@ export function describeError(error: unknown): Record<string, unknown> {
 /** The fields of the one log line each request writes (http/request-id.ts). */
 export interface RequestLine {
   request_id: string;
+  /** The client's own X-Request-Id, when it sent a safe one. */
+  client_request_id?: string;
   method: string;
   route: string;
   status: number;

@@ -17,6 +17,8 @@ export interface Principal {
    * never from this field.
    */
   scopes: Array<"read" | "write" | "care">;
-  /** The request's id, which the audit trail records with every change. */
+  /** The request's id (the server's own), which the audit trail records with every change. */
   requestId?: string;
+  /** The client's own X-Request-Id, recorded beside it as client_request_id. */
+  clientRequestId?: string;
 }

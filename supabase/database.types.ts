@@ -65,6 +65,7 @@ export type Database = {
           actor_via: string;
           capacity_override: Json | null;
           changes: NonNullable<Json>;
+          client_request_id: string | null;
           id: number;
           occurred_at: string;
           request_id: string | null;
@@ -81,6 +82,7 @@ export type Database = {
           actor_via: string;
           capacity_override?: Json | null;
           changes?: NonNullable<Json>;
+          client_request_id?: string | null;
           id?: never;
           occurred_at?: string;
           request_id?: string | null;
@@ -96,6 +98,7 @@ export type Database = {
           actor_via?: string;
           capacity_override?: Json | null;
           changes?: NonNullable<Json>;
+          client_request_id?: string | null;
           id?: never;
           occurred_at?: string;
           request_id?: string | null;

@@ -27,6 +27,7 @@ interface Event {
   actor_via: string;
   actor_key_id: string | null;
   request_id: string | null;
+  client_request_id: string | null;
   action: string;
   resource_type: string;
   resource_id: string;
@@ -46,6 +47,7 @@ describe("audit events", () => {
       headers: { "X-Request-Id": "req-create-1" },
     });
     const id = created.body.data.id;
+    const serverId = created.headers.get("x-request-id");
     await call(app, "PATCH", `/api/v1/participants/${id}`, { key, body: { surname: "Lovelace" } });
     await call(app, "DELETE", `/api/v1/participants/${id}`, { key });
     const events = await eventsOf(id);
@@ -56,9 +58,16 @@ describe("audit events", () => {
       actor_email: tenant.admin.email,
       actor_via: "api_key",
       actor_key_id: keyId,
-      request_id: "req-create-1",
+      request_id: serverId,
+      client_request_id: "req-create-1",
       resource_type: "participant",
     });
+    expect(updated.client_request_id).toBeNull();
+    // A client cannot pass its id off as the server's: request_id filters by the server's id only.
+    const byClaimed = await call(app, "GET", "/api/v1/audit-events?request_id=req-create-1", { key });
+    expect(byClaimed.body.data).toEqual([]);
+    const byClient = await call(app, "GET", "/api/v1/audit-events?client_request_id=req-create-1", { key });
+    expect(byClient.body.data.map((e: Event) => e.request_id)).toEqual([serverId]);
     expect(first.changes.first_name).toEqual([null, "Ada"]);
     expect(updated.changes).toEqual({ surname: ["Byron", "Lovelace"], full_name: ["Ada Byron", "Ada Lovelace"] });
     expect(Object.keys(deleted.changes)).toEqual(["deleted_at"]);

@@ -35,13 +35,18 @@ describe("request ids", () => {
     expect(new Set(cases.map((r) => r.headers.get("x-request-id"))).size).toBe(cases.length);
   });
 
-  it("keeps a client's id only when it is a short safe token", async () => {
+  it("never takes a client's X-Request-Id as its own id; it logs a short safe one beside it as the client's", async () => {
     const app = testApp(t().db);
     const kept = await call(app, "GET", "/health", { headers: { "X-Request-Id": "trace-42.abc:7" } });
-    expect(kept.headers.get("x-request-id")).toBe("trace-42.abc:7");
+    const id = kept.headers.get("x-request-id");
+    expect(id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(logs.events().find((e) => e.request_id === id)).toMatchObject({ client_request_id: "trace-42.abc:7" });
+    expect(logs.events().some((e) => e.request_id === "trace-42.abc:7")).toBe(false);
     for (const unsafe of ["has space", "a".repeat(65), '{"level":"ERROR"}', "<script>", ""]) {
       const res = await call(app, "GET", "/health", { headers: { "X-Request-Id": unsafe } });
-      expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+      const ownId = res.headers.get("x-request-id");
+      expect(ownId).toMatch(/^[0-9a-f-]{36}$/);
+      expect(logs.events().find((e) => e.request_id === ownId)?.client_request_id).toBeUndefined();
     }
   });
 
@@ -53,8 +58,14 @@ describe("request ids", () => {
       headers: { "X-Request-Id": "find-me-1" },
     });
     expect(res.status).toBe(404);
-    const line = logs.events().find((e) => e.request_id === "find-me-1");
-    expect(line).toMatchObject({ message: "request", method: "GET", route: "/api/v1/participants/:id", status: 404 });
+    const line = logs.events().find((e) => e.request_id === res.headers.get("x-request-id"));
+    expect(line).toMatchObject({
+      message: "request",
+      method: "GET",
+      route: "/api/v1/participants/:id",
+      status: 404,
+      client_request_id: "find-me-1",
+    });
   });
 });
 

@@ -26,7 +26,12 @@ const AuditEvent = z
     actor_email: z.string().nullable(),
     actor_via: z.enum(["api_key", "bearer", "operator"]),
     actor_key_id: z.string().nullable().openapi({ format: "uuid" }),
-    request_id: z.string().nullable(),
+    request_id: z.string().nullable().openapi({
+      description: "The server's id of the request that made the change (its X-Request-Id answer header)",
+    }),
+    client_request_id: z.string().nullable().openapi({
+      description: "The X-Request-Id the client sent with that request, when it was a short safe token; chosen by the client",
+    }),
     action: z.enum(ACTIONS).openapi({ description: "read: someone read a participant's care data (no values)" }),
     resource_type: z.string(),
     resource_id: z.string().openapi({ format: "uuid" }),
@@ -68,7 +73,8 @@ const Query = z.object({
   action: z.enum(ACTIONS).optional(),
   since: timestampFilter().openapi({ description: "At or after" }),
   until: timestampFilter().openapi({ description: "Before" }),
-  request_id: cleanText().max(64).optional(),
+  request_id: cleanText().max(64).optional().openapi({ description: "The server's id of the request" }),
+  client_request_id: cleanText().max(64).optional().openapi({ description: "The X-Request-Id the client sent" }),
   ...pagination(100),
 });
 
@@ -104,6 +110,7 @@ async function listEvents(sql: Sql, filters: Filters) {
   equal("actor_user_id", filters.actor_user_id);
   equal("action", filters.action);
   equal("request_id", filters.request_id);
+  equal("client_request_id", filters.client_request_id);
   if (filters.since !== undefined) {
     params.push(filters.since);
     where.push(`occurred_at >= $${params.length}::timestamptz`);
@@ -113,8 +120,8 @@ async function listEvents(sql: Sql, filters: Filters) {
     where.push(`occurred_at < $${params.length}::timestamptz`);
   }
   return listPage(sql, {
-    columns: `id::text, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action,
-              resource_type, resource_id, ${RESOURCE_LABEL} as resource_label,
+    columns: `id::text, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, client_request_id,
+              action, resource_type, resource_id, ${RESOURCE_LABEL} as resource_label,
               private.audit_changes_of(action, changes) as changes`,
     from: "public.audit_events",
     where,

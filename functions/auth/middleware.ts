@@ -17,6 +17,9 @@ type TokenUserRow = Omit<ApiKeyRow, "key_id" | "scopes">;
 
 /** What a read-only key may do: read, and rotate or revoke itself. */
 const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** The server's id of the request and the client's own, which the audit trail records. */
+const requestIds = (c: Context<AppEnv>) => ({ requestId: c.get("requestId"), clientRequestId: c.get("clientRequestId") });
 const OWN_KEY = /\/api-keys\/(regenerate|revoke)$/;
 
 /**
@@ -54,19 +57,19 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
         via: "api_key" as const,
         keyId: row.key_id,
         scopes: row.scopes,
-        requestId: c.get("requestId"),
+        ...requestIds(c),
       });
       const leaseNeeded = limiter !== undefined && local === undefined;
       if (openScope && !leaseNeeded && READ_METHODS.has(c.req.method) && ONE_TRIP_READS.test(c.req.path)) {
         // A read whose route needs no caller before its query, with no lease to take: the key is
         // checked by the query's own round trip (one in all), and a read never needs write scope.
-        return serve(c, next, db.deferApiKey(hash, toPrincipal, c.get("requestId")), local);
+        return serve(c, next, db.deferApiKey(hash, toPrincipal, requestIds(c)), local);
       }
       const found = await refusedAs429(limiter, credential, () =>
         db.authenticateApiKey<Principal, IdempotencyLookup>(hash, toPrincipal, {
           openScope,
           charge: local === undefined ? limiter?.chargeFor(weight) : undefined,
-          requestId: c.get("requestId"),
+          ids: requestIds(c),
           inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
         }),
       );
@@ -105,7 +108,7 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
         role: user.role,
         via: "bearer",
         scopes: ["read", "write"],
-        requestId: c.get("requestId"),
+        ...requestIds(c),
       });
       const grant = user.granted == null ? undefined : (user as RateGrant);
       rate = settle(limiter, credential, local, user.user_id, grant, weight);

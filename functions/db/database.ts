@@ -301,10 +301,11 @@ export interface DeferredCaller<P> {
  * claimsOf writes them. `check` is the key function: authenticate_api_key
  * (no row for a key that is not live) or api_key_caller (raises CA401).
  */
-function keyScopeSelect(check: string, hash: Uint8Array, requestId: string | undefined): string {
-  const id = requestId === undefined ? "null" : pg.escapeLiteral(requestId);
+function keyScopeSelect(check: string, hash: Uint8Array, ids: RequestIds): string {
+  const literal = (value: string | undefined) => (value === undefined ? "null" : pg.escapeLiteral(value));
   const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
-      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${id})::text`;
+      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${literal(ids.requestId)},
+      'client_request_id', ${literal(ids.clientRequestId)})::text`;
   // The hash is hex of our own digest, so it can stand in the text as a literal: a parameter
   // would need the extended protocol, which takes one statement per round trip. The function
   // runs (as its owner) before the select list switches the role.
@@ -312,9 +313,13 @@ function keyScopeSelect(check: string, hash: Uint8Array, requestId: string | und
          from private.${check}('\\x${hex(hash)}'::bytea) k`;
 }
 
+/** The server's id of a request and the client's own, for the audit trail. */
+export type RequestIds = Partial<Pick<Principal, "requestId" | "clientRequestId">>;
+
 /** Who a tenant scope acts for; the optional parts go into the audit trail. */
 export type ScopePrincipal = Pick<Principal, "tenantId" | "userId" | "role"> &
-  Partial<Pick<Principal, "email" | "via" | "keyId" | "requestId">>;
+  Partial<Pick<Principal, "email" | "via" | "keyId">> &
+  RequestIds;
 
 /**
  * The transaction-local claims of a tenant scope: the API role, the tenant,
@@ -331,6 +336,7 @@ function claimsOf(principal: ScopePrincipal): string {
     via: principal.via,
     key_id: principal.keyId,
     request_id: principal.requestId,
+    client_request_id: principal.clientRequestId,
   });
 }
 
@@ -451,9 +457,9 @@ export class RequestDatabase {
   deferApiKey<P extends ScopePrincipal>(
     hash: Uint8Array,
     toPrincipal: (row: ApiKeyRow) => P,
-    requestId?: string,
+    ids: RequestIds = {},
   ): TenantScope<P> {
-    const opening = `begin; ${keyScopeSelect("api_key_caller", hash, requestId)}`;
+    const opening = `begin; ${keyScopeSelect("api_key_caller", hash, ids)}`;
     return new TenantScope(this.connection, this.prepare, { opening, principalOf: toPrincipal });
   }
 
@@ -473,7 +479,7 @@ export class RequestDatabase {
     options: {
       openScope: boolean;
       charge?: RateCharge;
-      requestId?: string;
+      ids?: RequestIds;
       /**
        * A statement to run in the scope just opened, in the same round trip
        * (with openScope only): SQL text whose values `quote` has made literals.
@@ -500,7 +506,7 @@ export class RequestDatabase {
     const inScope = options.inScope?.((value) => client.escapeLiteral(value));
     try {
       const results = (await client.query(
-        `${lease ? `select * from ${lease}; commit; ` : ""}begin; ${keyScopeSelect("authenticate_api_key", hash, options.requestId)}${inScope ? `; ${inScope}` : ""}`,
+        `${lease ? `select * from ${lease}; commit; ` : ""}begin; ${keyScopeSelect("authenticate_api_key", hash, options.ids ?? {})}${inScope ? `; ${inScope}` : ""}`,
       )) as unknown as pg.QueryResult<ApiKeyRow & GrantRow>[];
       const row = results[results.length - (inScope ? 2 : 1)]?.rows[0];
       if (!row) {

@@ -156,7 +156,8 @@ export function errorAnswer(status: ErrorStatus, headers: Record<string, { $ref:
  */
 export const RESPONSE_HEADERS = {
   "X-Request-Id": {
-    description: "The request's id: the client's own X-Request-Id when it is a short safe token, else a new one",
+    description:
+      "The server's own id of the request, also in error.request_id, the log and the audit trail; a client's X-Request-Id is never used as it (the audit trail keeps a safe one as client_request_id)",
     required: true,
     schema: { type: "string" },
   },

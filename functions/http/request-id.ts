@@ -8,21 +8,27 @@ export const REQUEST_ID_HEADER = "X-Request-Id";
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,64}$/;
 
 /**
- * Gives every request an id (the client's `X-Request-Id` when it is a safe
- * token, otherwise a new UUID), answers it in `X-Request-Id`, puts it in every
- * error body (see envelope.ts) and in the request's log line, which names the
- * route's pattern, never the path or query as sent (they may carry names).
+ * Gives every request the server's own id (a new UUID), answers it in
+ * `X-Request-Id`, puts it in every error body (see envelope.ts), the audit
+ * trail and the request's log line, which names the route's pattern, never the
+ * path or query as sent (they may carry names). A client's `X-Request-Id` is
+ * kept beside it as `client_request_id` (log line, audit trail) when it is a
+ * safe token: never as the id itself, which a client could then choose to
+ * collide with another request's or to blame another caller.
  */
 export function requestId() {
   return createMiddleware<AppEnv>(async (c, next) => {
+    const id = crypto.randomUUID();
     const sent = c.req.header(REQUEST_ID_HEADER);
-    const id = sent !== undefined && SAFE_ID.test(sent) ? sent : crypto.randomUUID();
+    const clientId = sent !== undefined && SAFE_ID.test(sent) ? sent : undefined;
     c.set("requestId", id);
+    if (clientId !== undefined) c.set("clientRequestId", clientId);
     const started = performance.now();
     await next();
     c.res.headers.set(REQUEST_ID_HEADER, id);
     logRequest({
       request_id: id,
+      ...(clientId === undefined ? {} : { client_request_id: clientId }),
       method: c.req.method,
       route: c.req.routePath,
       status: c.res.status,
