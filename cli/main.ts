@@ -150,6 +150,7 @@ export function buildProgram(): Command {
     .requiredOption("--instance <instance_id>", "the instance they join (it decides the tenant)", uuid)
     .option("--tenant <tenant_id>", "refuse unless the instance belongs to this tenant", uuid)
     .option("--dry-run", "check every line, write nothing")
+    .option("--override-capacity", "place participants even where a room is full (recorded in the audit trail)")
     .action((file: string, options: ImportOptions) => withDatabase(async (db) => print(await importFile(db, file, options))));
 
   const reporting = program.command("reporting").description("manage SQL reporting roles (read-only, one tenant each)");

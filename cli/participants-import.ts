@@ -18,6 +18,7 @@ export interface ImportOptions {
   instance: string;
   tenant?: string;
   dryRun?: boolean;
+  overrideCapacity?: boolean;
 }
 
 function readCsv(file: string): string {
@@ -46,6 +47,7 @@ export async function importFile(db: Database, file: string, options: ImportOpti
       text,
       instanceId: options.instance,
       dryRun: options.dryRun ?? false,
+      overrideCapacity: options.overrideCapacity ?? false,
       onProgress: (phase, done, total) => {
         if (!started) bar.start(total, 0, { item: phase });
         started = true;

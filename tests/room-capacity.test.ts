@@ -203,6 +203,32 @@ describe("room capacity on bulk writes", () => {
     expect(await occupancy(r.id)).toBe(1);
   });
 
+  it("names every room a batch or a file would overfill, on a dry run too", async () => {
+    const a = await room(1);
+    const b = await room(2);
+    const c = await room(10);
+    await placed(a.id);
+    const rows = [a, b, b, b, c].map((r, i) => `dry-${people}-${i},Ada,Lovelace,Pines,${r.number}`);
+    people++;
+    const csv = `user_id,first_name,surname,block,room\n${rows.join("\n")}\n`;
+    const expected = [
+      { room_id: a.id, room_number: a.number, capacity: 1, occupancy: 2 },
+      { room_id: b.id, room_number: b.number, capacity: 2, occupancy: 3 },
+    ].sort((x, y) => x.room_id.localeCompare(y.room_id));
+    for (const query of ["&dry_run=true", ""]) {
+      const res = await importCsv(csv, query);
+      expect(res.status, JSON.stringify(res.body)).toBe(409);
+      expect(res.body.error.message).toBe("2 rooms would be over their capacity");
+      expect(res.body.error.details).toEqual(expected.map((room) => expect.objectContaining({ field: "room_id", ...room })));
+    }
+    const bulk = await post(`${PARTICIPANTS}/bulk`, {
+      participants: [a, b, b, b, c].map((r) => person({ room_id: r.id })),
+    });
+    expect(bulk.status).toBe(409);
+    expect(bulk.body.error.details).toEqual(expected.map((room) => expect.objectContaining(room)));
+    expect(await occupancy(b.id)).toBe(0);
+  });
+
   it("refuses it from the CLI too (camp participants import), naming the room on stderr", async () => {
     const r = await room(1);
     await placed(r.id);
@@ -216,6 +242,101 @@ describe("room capacity on bulk writes", () => {
     expect(res.stdout).toBe("");
     expect(res.stderr).toContain(`room ${r.number} would hold 2 participants, over its capacity of 1`);
     expect(await occupancy(r.id)).toBe(1);
+  });
+});
+
+describe("the admin's capacity override", () => {
+  const events = async (participant: string) =>
+    (
+      await call(app, "GET", `/api/v1/audit-events?resource_type=participant&resource_id=${participant}`, {
+        key: tenant.admin.key,
+      })
+    ).body.data;
+
+  it("lets an admin create over capacity with override_capacity=true, recorded on the audit event with who did it", async () => {
+    const r = await room(1);
+    await placed(r.id);
+    const res = await post(`${PARTICIPANTS}?override_capacity=true`, person({ room_id: r.id }));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(await occupancy(r.id)).toBe(2);
+    const [created] = await events(res.body.data.id);
+    expect(created).toMatchObject({
+      action: "create",
+      actor_user_id: tenant.admin.userId,
+      actor_email: tenant.admin.email,
+      capacity_override: { room_id: r.id, room_number: r.number, capacity: 1, occupancy: 2 },
+    });
+  });
+
+  it("lets an admin move someone into a full room with the flag, and records only the change that overfilled", async () => {
+    const r = await room(1);
+    await placed(r.id);
+    const mover = await placed(null);
+    const moved = await call(app, "PATCH", `${PARTICIPANTS}/${mover}?override_capacity=true`, {
+      key: tenant.admin.key,
+      body: { room_id: r.id },
+    });
+    expect(moved.status, JSON.stringify(moved.body)).toBe(200);
+    // A later change with the flag that places no one over records nothing of it.
+    const renamed = await call(app, "PATCH", `${PARTICIPANTS}/${mover}?override_capacity=true`, {
+      key: tenant.admin.key,
+      body: { first_name: "Robin" },
+    });
+    expect(renamed.status).toBe(200);
+    const [rename, move, create] = await events(mover);
+    expect(create.capacity_override).toBeNull();
+    expect(move.capacity_override).toEqual({ room_id: r.id, room_number: r.number, capacity: 1, occupancy: 2 });
+    expect(rename.capacity_override).toBeNull();
+  });
+
+  it("refuses the flag to staff with 403 naming it, and writes nothing", async () => {
+    const staff = await tenant.addUser("staff", { withKey: true });
+    const r = await room(1);
+    await placed(r.id);
+    const res = await post(`${PARTICIPANTS}?override_capacity=true`, person({ room_id: r.id }), staff.key);
+    expect(res.status, JSON.stringify(res.body)).toBe(403);
+    expect(res.body.error).toMatchObject({ code: "FORBIDDEN", details: [{ field: "override_capacity" }] });
+    // Even into a room with space: the flag itself is refused.
+    const free = await room(5);
+    const other = await post(`${PARTICIPANTS}?override_capacity=true`, person({ room_id: free.id }), staff.key);
+    expect(other.status).toBe(403);
+    expect(await occupancy(free.id)).toBe(0);
+    const bulk = await post(
+      `${PARTICIPANTS}/bulk?override_capacity=true`,
+      { participants: [person({ room_id: r.id })] },
+      staff.key,
+    );
+    expect(bulk.status).toBe(403);
+    expect(await occupancy(r.id)).toBe(1);
+  });
+
+  it("is off with override_capacity=false and 400 for another value", async () => {
+    const r = await room(0);
+    expect((await post(`${PARTICIPANTS}?override_capacity=false`, person({ room_id: r.id }))).status).toBe(409);
+    const bad = await post(`${PARTICIPANTS}?override_capacity=yes`, person({ room_id: r.id }));
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details).toEqual([expect.objectContaining({ field: "override_capacity" })]);
+  });
+
+  it("works for bulk create and the CSV import", async () => {
+    const r = await room(1);
+    const bulk = await post(`${PARTICIPANTS}/bulk?override_capacity=true`, {
+      participants: [person({ room_id: r.id }), person({ room_id: r.id })],
+    });
+    expect(bulk.status, JSON.stringify(bulk.body)).toBe(201);
+    const csv = `user_id,first_name,surname,block,room\nover-${people++},Ada,Lovelace,Pines,${r.number}\n`;
+    const imported = await call(app, "POST", `${PARTICIPANTS}/import?instance_id=${instance}&override_capacity=true`, {
+      key: tenant.admin.key,
+      raw: csv,
+      headers: { "Content-Type": "text/csv" },
+    });
+    expect(imported.status, JSON.stringify(imported.body)).toBe(201);
+    expect(await occupancy(r.id)).toBe(3);
+    const overridden = await t().admin(
+      "select count(*)::int as n from public.audit_events where capacity_override ->> 'room_id' = $1",
+      [r.id],
+    );
+    expect(overridden.rows[0].n).toBe(3);
   });
 });
 

@@ -42,6 +42,18 @@ const AuditEvent = z
     changes: z.record(z.string(), z.array(z.unknown()).min(2).max(2)).openapi({
       description: '{field: [before, after]} for the fields that changed; an erased participant\'s values read "erased"',
     }),
+    capacity_override: z
+      .object({
+        room_id: z.string().openapi({ format: "uuid" }),
+        room_number: z.string(),
+        capacity: z.number().int(),
+        occupancy: z.number().int(),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "Set when this change placed the participant in a room over its capacity under an admin's override_capacity=true: the room, its capacity and the occupancy the change left; the actor is the admin who overrode",
+      }),
   })
   .openapi("AuditEvent");
 
@@ -122,7 +134,7 @@ async function listEvents(sql: Sql, filters: Filters) {
   return listPage(sql, {
     columns: `id::text, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, client_request_id,
               action, resource_type, resource_id, ${RESOURCE_LABEL} as resource_label,
-              private.audit_changes_of(action, changes) as changes`,
+              private.audit_changes_of(action, changes) as changes, capacity_override`,
     from: "public.audit_events",
     where,
     params,

@@ -1,4 +1,5 @@
 import { ApiError, type FieldIssue, INVALID_API_KEY, unauthorized } from "../errors.ts";
+import { capacityConflict, type RoomOverflow } from "../rooms/capacity.ts";
 
 /** The fields of a Postgres error that node-postgres exposes and this module reads. */
 interface PgError {
@@ -86,37 +87,20 @@ function describeConstraint(constraint: string | undefined): FieldIssue | undefi
   return undefined;
 }
 
-/** One room over its capacity, as private.assert_room_capacity lists it in DETAIL. */
-interface RoomOver {
-  room_id: string;
-  room_number: string;
-  capacity: number;
-  occupancy: number;
-}
-
 /**
  * A capacity refusal (private.assert_room_capacity, *_room_capacity.sql):
  * one issue per room over, on the field that placed people there (room_id,
- * or a room's capacity), with the room, its capacity and its occupancy.
+ * or a room's capacity), with the room, its capacity and its occupancy. The
+ * rooms come as JSON in DETAIL, written by that function.
  */
 function overCapacity(error: PgError): ApiError {
-  let rooms: RoomOver[] = [];
+  let rooms: RoomOverflow[] = [];
   try {
-    rooms = JSON.parse(error.detail ?? "[]") as RoomOver[];
+    rooms = JSON.parse(error.detail ?? "[]") as RoomOverflow[];
   } catch {
     // Our own function writes DETAIL; a refusal without it still says what happened.
   }
-  const field = error.column ?? "room_id";
-  const details = rooms.map((room) => ({
-    field,
-    issue: `room ${room.room_number} would hold ${room.occupancy} participants, over its capacity of ${room.capacity}`,
-    room_id: room.room_id,
-    room_number: room.room_number,
-    capacity: room.capacity,
-    occupancy: room.occupancy,
-  }));
-  const message = details.length === 1 ? (details[0]?.issue as string) : `${details.length} rooms would be over their capacity`;
-  return new ApiError("CONFLICT", message, details.length > 0 ? details : { field, issue: "a room would be over its capacity" });
+  return capacityConflict(rooms, error.column ?? "room_id");
 }
 
 /**

@@ -1,5 +1,6 @@
 import type { TenantScope } from "../db/database.ts";
 import { ApiError, conflict, invalidField } from "../errors.ts";
+import { capacityConflict, overrideCapacity, roomOverflows } from "../rooms/capacity.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
 import { type ColumnMapping, parseImport } from "./csv-import.ts";
 import { findInstances } from "./data.ts";
@@ -16,6 +17,8 @@ export interface ImportRequest {
   text: string;
   instanceId: string;
   dryRun: boolean;
+  /** An admin's (or the operator's) choice to fill rooms over their capacity. */
+  overrideCapacity?: boolean;
   /** Called as the phases advance: checking, then writing (rows written so far). */
   onProgress?: (phase: "checking" | "writing", done: number, total: number) => void;
 }
@@ -59,6 +62,7 @@ export async function importParticipants(tenant: TenantScope, request: ImportReq
     ignored_columns: parsed.ignored,
   });
   return tenant.run(async (sql) => {
+    if (request.overrideCapacity) await overrideCapacity(sql);
     const [instance] = await findInstances(sql, [request.instanceId]);
     if (!instance) throw invalidField("instance_id", "does not exist");
     if (instance.status === "archived") {
@@ -68,6 +72,14 @@ export async function importParticipants(tenant: TenantScope, request: ImportReq
     const prepared = await prepareRows(sql, parsed.candidates, { label: "line", namesIn: [request.instanceId] });
     const issues = [...parsed.issues, ...prepared.issues].sort((a, b) => a.at - b.at);
     if (issues.length > 0) throw rejection(issues, lines, parsed.columns);
+    // The file's rows with those already there: every room it would overfill, on a dry run too.
+    if (!request.overrideCapacity) {
+      const over = await roomOverflows(
+        sql,
+        prepared.ready.map((row) => row.room_id),
+      );
+      if (over.length > 0) throw capacityConflict(over);
+    }
     if (request.dryRun) return report(0);
     const { created } = await insertPrepared(sql, prepared.ready, {
       returnRows: false,

@@ -5,6 +5,12 @@ import { locate, ok, okOfJson } from "../http/envelope.ts";
 import { dataOf, json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { Participant } from "../participants/schemas.ts";
+import {
+  capacityConflict,
+  OverrideCapacityQuery,
+  overrideCapacity as overrideCapacity_,
+  roomOverflows,
+} from "../rooms/capacity.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
 import { exportCsv } from "./csv-export.ts";
 import { decodeCsv } from "./csv-import.ts";
@@ -47,7 +53,10 @@ const bulk = createRoute(
       "Either every row is created (201, rows in the order sent) or none is: a 400 whose details list every " +
       "problem of every row as {field, issue}, the field named by its place (`participants.3.first_name`), rule violations (duplicates, references) included. Body limit 5 MB.",
     tags,
-    request: { body: { content: { "application/json": { schema: BulkBody } }, required: true } },
+    request: {
+      query: OverrideCapacityQuery,
+      body: { content: { "application/json": { schema: BulkBody } }, required: true },
+    },
     responses: { 201: json(dataOf(z.array(Participant)), "The participants as stored") },
   }),
 );
@@ -96,7 +105,9 @@ export const participantBulkRoutes = newRouter();
 participantBulkRoutes
   .openapi(bulk, async (c) => {
     const candidates = c.req.valid("json").participants.map((input, at) => ({ at, input }));
+    const overrideCapacity = c.req.valid("query").override_capacity;
     const created = await c.get("tenant").run(async (sql) => {
+      if (overrideCapacity) await overrideCapacity_(sql);
       const prepared = await prepareRows(sql, candidates, { label: "row" });
       if (prepared.issues.length > 0) {
         // Each issue named by its place in the body, as a validation error of the whole body would name it.
@@ -106,6 +117,14 @@ participantBulkRoutes
         }));
         const message = `${failingRows(prepared.issues)} of ${candidates.length} rows are invalid; nothing was created`;
         throw new ApiError("VALIDATION_ERROR", message, details);
+      }
+      // Every room the batch would overfill, named at once (the database's check would name the first).
+      if (!overrideCapacity) {
+        const over = await roomOverflows(
+          sql,
+          prepared.ready.map((row) => row.room_id),
+        );
+        if (over.length > 0) throw capacityConflict(over);
       }
       return (await insertPrepared(sql, prepared.ready, { returnRows: true })).json ?? "[]";
     });
@@ -122,7 +141,7 @@ participantBulkRoutes
     }) as never;
   })
   .openapi(importRoute, async (c) => {
-    const { instance_id, dry_run } = c.req.valid("query");
+    const { instance_id, dry_run, override_capacity } = c.req.valid("query");
     const charset = /charset=([^;]+)/i
       .exec(c.req.header("content-type") ?? "")?.[1]
       ?.trim()
@@ -131,7 +150,12 @@ participantBulkRoutes
       throw new ApiError("UNSUPPORTED_MEDIA_TYPE", "CSV must be UTF-8", { field: "content-type", issue: `charset ${charset}` });
     }
     const text = decodeCsv(new Uint8Array(await c.req.arrayBuffer()));
-    const report = await importParticipants(c.get("tenant"), { text, instanceId: instance_id, dryRun: dry_run });
+    const report = await importParticipants(c.get("tenant"), {
+      text,
+      instanceId: instance_id,
+      dryRun: dry_run,
+      overrideCapacity: override_capacity,
+    });
     if (dry_run) return ok(c, report, 200);
     locate(c, `/api/v1/participants?instance_id=${instance_id}`);
     return ok(c, report, 201);

@@ -1,6 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { ListQuery } from "../participants/schemas.ts";
 import { idField } from "../resources/fields.ts";
+import { overrideCapacityParam } from "../rooms/capacity.ts";
 
 /** The bulk routes' contract: request and response shapes beyond the participant's own. */
 
@@ -34,6 +35,7 @@ export const ImportQuery = z.object({
     .enum(["true", "false", "1", "0"], { error: "must be true or false" })
     .optional()
     .transform((v) => v === "true" || v === "1"),
+  override_capacity: overrideCapacityParam,
 });
 
 export const ImportReport = z.object({

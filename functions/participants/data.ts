@@ -2,6 +2,7 @@ import type { Sql } from "../db/database.ts";
 import { allOf, type ListMeta } from "../db/list.ts";
 import type { Precondition } from "../http/etag.ts";
 import { orderBy } from "../resources/listing.ts";
+import { OVERRIDE_CAPACITY_FROM } from "../rooms/capacity.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "./fields.ts";
 import { type CreateInput, type ListFilters, type UpdateInput, WRITABLE_FIELDS, type WritableField } from "./schemas.ts";
 
@@ -154,12 +155,20 @@ function matching(precondition: Precondition, next: number): [string, unknown[]]
   return Array.isArray(precondition) ? [` and t.xmin = any($${next}::text[]::xid[])`, [precondition]] : ["", []];
 }
 
+/** How a write places the participant: `overrideCapacity` lets an admin fill a room over its capacity. */
+export interface WriteOptions {
+  overrideCapacity?: boolean;
+}
+
 /** Creates the participant; returns it as the API writes it. */
-export async function createParticipant(sql: Sql, input: CreateInput): Promise<ParticipantJson> {
+export async function createParticipant(sql: Sql, input: CreateInput, options: WriteOptions = {}): Promise<ParticipantJson> {
   const a = assignments(input, 1, "null");
+  const values = options.overrideCapacity
+    ? `select ${a.expressions.join(", ")} from ${OVERRIDE_CAPACITY_FROM}`
+    : `values (${a.expressions.join(", ")})`;
   const row = await sql.one<ParticipantJson>(
     `with p as (
-       insert into public.participants (${a.columns.join(", ")}) values (${a.expressions.join(", ")})
+       insert into public.participants (${a.columns.join(", ")}) ${values}
        returning *, xmin::text as _version
      )
      select ${PARTICIPANT_JSON}::text as json, p._version as version from p`,
@@ -196,13 +205,15 @@ export async function updateParticipant(
   id: string,
   input: UpdateInput,
   precondition?: Precondition,
+  options: WriteOptions = {},
 ): Promise<ParticipantJson | undefined> {
   const a = assignments(input, 2, "t.instance_id");
   const set = a.columns.map((column, i) => `${column} = ${a.expressions[i]}`).join(", ");
   const [condition, extra] = matching(precondition, a.params.length + 2);
+  const from = options.overrideCapacity ? ` from ${OVERRIDE_CAPACITY_FROM}` : "";
   return sql.one<ParticipantJson>(
     `with p as (
-       update public.participants t set ${set} where t.id = $1 and t.deleted_at is null${condition}
+       update public.participants t set ${set}${from} where t.id = $1 and t.deleted_at is null${condition}
        returning t.*, t.xmin::text as _version
      )
      select ${PARTICIPANT_JSON}::text as json, p._version as version from p`,

@@ -6,6 +6,7 @@ import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.t
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
+import { OverrideCapacityQuery } from "../rooms/capacity.ts";
 import {
   createParticipant,
   deleteParticipant,
@@ -44,7 +45,7 @@ const create = createRoute(
       "Creates a participant: 201 with the participant as stored (full_name generated when not given, supergroup and block filled from subgroup and room, computed names), its ETag and its Location.",
     tags,
     etag: true,
-    request: body(CreateBody),
+    request: { query: OverrideCapacityQuery, ...body(CreateBody) },
     responses: { 201: json(dataOf(Participant), "The participant as stored") },
   }),
 );
@@ -89,7 +90,7 @@ const update = (method: "put" | "patch") =>
       tags,
       etag: true,
       errors: [409],
-      request: { params: IdParam, ...body(UpdateBody) },
+      request: { params: IdParam, query: OverrideCapacityQuery, ...body(UpdateBody) },
       responses: { 200: json(dataOf(Participant), "The participant as stored") },
     }),
   );
@@ -115,7 +116,10 @@ participantRoutes.use("/:id", uuidPath);
 participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
-    const created = await c.get("tenant").run((sql) => createParticipant(sql, input), { oneStatement: true });
+    const overrideCapacity = c.req.valid("query").override_capacity;
+    const created = await c.get("tenant").run((sql) => createParticipant(sql, input, { overrideCapacity }), {
+      oneStatement: true,
+    });
     locate(c, `/api/v1/participants/${(JSON.parse(created.json) as { id: string }).id}`);
     c.header("ETag", etagOf(created.version));
     return okOfJson<z.infer<typeof Participant>, 201>(c, created.json, 201);
@@ -139,9 +143,10 @@ for (const method of ["put", "patch"] as const) {
   participantRoutes.openapi(update(method), async (c) => {
     const id = c.req.valid("param").id;
     const input = c.req.valid("json");
+    const overrideCapacity = c.req.valid("query").override_capacity;
     const precondition = ifMatch(c);
     const updated = await c.get("tenant").run(async (sql) => {
-      const result = await updateParticipant(sql, id, input, precondition);
+      const result = await updateParticipant(sql, id, input, precondition, { overrideCapacity });
       if (result) return result;
       throw precondition && (await participantExists(sql, id)) ? preconditionFailed() : notFound("participant");
     });
