@@ -4,6 +4,7 @@ import { Database } from "../functions/db/database.ts";
 import { RETENTION_DAYS } from "../functions/events/feed.ts";
 import { pruneEvents } from "../functions/events/retention.ts";
 import { toApiError } from "../functions/http/error-handler.ts";
+import { pruneIdempotencyKeys } from "../functions/http/idempotency-retention.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
 import {
@@ -223,6 +224,13 @@ export function buildProgram(): Command {
       `delete events older than the ${RETENTION_DAYS} days the feed keeps (the webhook workers do it hourly); prints {deleted}`,
     )
     .action(() => withDatabase(async (db) => print({ deleted: await pruneEvents(db) })));
+
+  program
+    .command("idempotency")
+    .description("the stored answers of POSTs sent with an Idempotency-Key")
+    .command("prune")
+    .description("delete stored answers past their 24 hours (the webhook workers do it hourly); prints {deleted}")
+    .action(() => withDatabase(async (db) => print({ deleted: await pruneIdempotencyKeys(db) })));
 
   program
     .command("worker")

@@ -1,6 +1,7 @@
 import type { Config } from "./config.ts";
 import type { RequestDatabase, TenantScope } from "./db/database.ts";
 import type { IdempotencyLookup } from "./db/idempotency-lookup.ts";
+import type { AnswerRules } from "./http/replay-rules.ts";
 import type { Principal } from "./principal.ts";
 
 /**
@@ -23,5 +24,7 @@ export interface AppEnv {
     tenant: TenantScope<Principal>;
     /** An Idempotency-Key's lock and stored answer, when the key lookup's round trip fetched them (http/idempotency.ts). */
     idempotencyLookup?: IdempotencyLookup;
+    /** For a POST with an Idempotency-Key: what the route says of its answer, for storing it (http/replay-rules.ts). */
+    answerRules?: AnswerRules;
   };
 }

@@ -196,38 +196,44 @@ export type Database = {
       };
       idempotency_keys: {
         Row: {
-          body: string;
+          body: string | null;
           created_at: string;
           expires_at: string;
           headers: NonNullable<Json>;
           key: string;
-          request_hash: string;
+          request_hash: string | null;
+          requires: string[];
           status: number;
           tenant_id: string;
           user_id: string;
+          withheld: string | null;
         };
         ComputedFields: never;
         Insert: {
-          body: string;
+          body?: string | null;
           created_at?: string;
           expires_at?: string;
           headers?: NonNullable<Json>;
           key: string;
-          request_hash: string;
+          request_hash?: string | null;
+          requires?: string[];
           status: number;
           tenant_id?: string;
           user_id: string;
+          withheld?: string | null;
         };
         Update: {
-          body?: string;
+          body?: string | null;
           created_at?: string;
           expires_at?: string;
           headers?: NonNullable<Json>;
           key?: string;
-          request_hash?: string;
+          request_hash?: string | null;
+          requires?: string[];
           status?: number;
           tenant_id?: string;
           user_id?: string;
+          withheld?: string | null;
         };
         Relationships: [
           {

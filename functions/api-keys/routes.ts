@@ -1,9 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import type { Context } from "hono";
+import type { AppEnv } from "../app-env.ts";
 import type { Sql } from "../db/database.ts";
-import { conflict, forbidden, notFound, unauthorized } from "../errors.ts";
+import { conflict, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { answerHoldsSecret, requireAdmin } from "../http/replay-rules.ts";
 import type { Principal } from "../principal.ts";
 import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
 import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, replaceKey, revokeKey } from "./data.ts";
@@ -72,9 +75,7 @@ const ListQuery = z.object({
 const KeyId = z.object({ id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }) });
 
 /** Only admins manage other people's keys. */
-function adminOnly(principal: Principal) {
-  if (principal.role !== "admin") throw forbidden("only an admin can list or revoke the tenant's keys");
-}
+const adminOnly = (c: Context<AppEnv>) => requireAdmin(c, "only an admin can list or revoke the tenant's keys");
 
 /** The caller's own key: the one it authenticated with, or (for a Bearer token) its live key. */
 async function currentKeyId(sql: Sql, principal: Principal): Promise<string> {
@@ -186,15 +187,14 @@ export const apiKeyRoutes = newRouter()
     const self = principal.email.toLowerCase() === email.toLowerCase();
     // An admin may issue for anyone in the tenant; anyone else only for
     // themselves, and only on the strength of an identity-provider token.
-    if (principal.role !== "admin" && !(principal.via === "bearer" && self)) {
-      throw forbidden("only an admin can issue keys for other users");
-    }
+    if (!(principal.via === "bearer" && self)) requireAdmin(c, "only an admin can issue keys for other users");
     const issued = await c.get("tenant").run(async (sql) => {
       const user = await findUserByEmail(sql, email);
       if (!user) throw notFound("user");
       return issueKey(sql, user.id, { expiresAt: expires_at ? new Date(expires_at) : null, name, scopes });
     });
     locate(c, `/api/v1/api-keys/${issued.id}`);
+    answerHoldsSecret(c);
     return ok(c, issued, 201);
   })
   .openapi(myKey, async (c) => {
@@ -215,7 +215,7 @@ export const apiKeyRoutes = newRouter()
     return ok(c, record);
   })
   .openapi(listRoute, async (c) => {
-    adminOnly(c.get("principal"));
+    adminOnly(c);
     const page = await c.get("tenant").run((sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
@@ -227,6 +227,7 @@ export const apiKeyRoutes = newRouter()
       if (!replaced) throw unauthorized("API key has been revoked");
       return replaced;
     });
+    answerHoldsSecret(c);
     return ok(c, issued);
   })
   .openapi(revoke, async (c) => {
@@ -239,7 +240,7 @@ export const apiKeyRoutes = newRouter()
   })
   // After /revoke, which /{id} would otherwise answer.
   .openapi(revokeById, async (c) => {
-    adminOnly(c.get("principal"));
+    adminOnly(c);
     const { id } = c.req.valid("param");
     await c.get("tenant").run(async (sql) => {
       const key = isUuid(id) ? await keyById(sql, id) : undefined;

@@ -1,10 +1,10 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
-import { forbidden } from "../errors.ts";
 import { list } from "../http/envelope.ts";
 import { json, listOf, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { requireAdmin } from "../http/replay-rules.ts";
 import { cleanText, idFilter, pagination } from "../resources/fields.ts";
 
 /** The audit trail, read by the tenant's admins; the database writes it (see *_audit.sql). */
@@ -159,7 +159,7 @@ const listRoute = createRoute(
 );
 
 export const auditRoutes = newRouter().openapi(listRoute, async (c) => {
-  if (c.get("principal").role !== "admin") throw forbidden("only an admin can read the audit trail");
+  requireAdmin(c, "only an admin can read the audit trail");
   const page = await c.get("tenant").run((sql) => listEvents(sql, c.req.valid("query")), { oneStatement: true });
   return list(c, page.rows as never[], page.meta);
 });

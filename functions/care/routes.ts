@@ -6,6 +6,7 @@ import { list, locate, message, ok } from "../http/envelope.ts";
 import { etagOf, ifMatch, notModified } from "../http/etag.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { relyOnCareAccess } from "../http/replay-rules.ts";
 import { describeError, log } from "../log.ts";
 import type { PhotoStore } from "../photos/store.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
@@ -219,18 +220,22 @@ export function careRoutes(store: PhotoStore) {
   const router = newRouter();
   router.use("/:id/contacts", async (c, next) => {
     pathIds(c, ["id"]);
+    relyOnCareAccess(c);
     await next();
   });
   router.use("/:id/contacts/:contact_id", async (c, next) => {
     pathIds(c, ["id", "contact_id"]);
+    relyOnCareAccess(c);
     await next();
   });
   router.use("/:id/care", async (c, next) => {
     pathIds(c, ["id"]);
+    relyOnCareAccess(c);
     await next();
   });
   router.use("/:id/consents", async (c, next) => {
     pathIds(c, ["id"]);
+    relyOnCareAccess(c);
     await next();
   });
 

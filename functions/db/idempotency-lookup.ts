@@ -14,7 +14,10 @@
 export const lookupStatement = (key: string) =>
   `select pg_try_advisory_xact_lock(hashtextextended('idempotency/' || s.tenant_id || '/' || s.user_id || '/' || ${key}, 0)) as free,
           (select to_jsonb(k) from (
-             select request_hash, status, headers, body from public.idempotency_keys
+             select request_hash, status, headers, body, withheld, requires,
+                    -- Only for an answer that relied on care access (http/replay-rules.ts): it costs two lookups.
+                    case when 'care' = any (requires) then private.care_access() end as care_access
+             from public.idempotency_keys
              where user_id = s.user_id and key = ${key} and expires_at > now()) k) as stored
    from (select private.request_tenant_id() as tenant_id,
                 (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub')::uuid as user_id) s
@@ -26,10 +29,19 @@ export interface IdempotencyLookup {
   stored: StoredAnswer | null;
 }
 
-/** An answer stored under a key: replayed to a retry of the same request. */
+/**
+ * What is stored under a key: the answer, replayed to a retry of the same
+ * request, or why it was not kept (`withheld`; http/replay-rules.ts).
+ */
 export interface StoredAnswer {
-  request_hash: string;
+  /** Null once the answer was withheld for an erasure (the request's body held the person's data). */
+  request_hash: string | null;
   status: number;
   headers: Record<string, string>;
-  body: string;
+  body: string | null;
+  withheld: "secret" | "erased" | null;
+  /** The rights the first request relied on beyond write scope. */
+  requires: Array<"admin" | "care">;
+  /** The caller's care access now, when `requires` holds `care`. */
+  care_access: "none" | "read" | "write" | null;
 }

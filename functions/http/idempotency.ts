@@ -6,6 +6,7 @@ import type { AppEnv } from "../app-env.ts";
 import type { Sql } from "../db/database.ts";
 import { type IdempotencyLookup, lookupStatement, type StoredAnswer } from "../db/idempotency-lookup.ts";
 import { conflict, invalidField } from "../errors.ts";
+import { type AnswerRules, checkReplayRights, withheldAnswer } from "./replay-rules.ts";
 
 const HEADER = "Idempotency-Key";
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -30,6 +31,11 @@ export function idempotencyKeyOf(c: Context<AppEnv>): string | undefined {
  * nothing; the same key with another request, or while the first still runs
  * (an advisory lock held by its transaction), is 409. An error answer is not
  * stored: its transaction wrote nothing, so a retry runs again.
+ *
+ * What a replay may return (http/replay-rules.ts): an answer holding a secret
+ * is not stored (a retry is 409: shown once); the rights the route relied on
+ * are stored with the answer and checked again before a replay (403); an
+ * answer naming a participant since erased has lost its copy (409).
  */
 export function idempotency() {
   return createMiddleware<AppEnv>(async (c, next) => {
@@ -46,17 +52,22 @@ export function idempotency() {
       if (!found?.free) throw conflict(`a request with this ${HEADER} is still in progress; retry when it has finished`);
       const stored = found.stored;
       if (stored) {
-        if (stored.request_hash !== requestHash) {
+        // The caller's credential, its scope and the user's being active were checked again by authentication.
+        checkReplayRights(principal, stored);
+        if (stored.request_hash !== null && stored.request_hash !== requestHash) {
           throw conflict(`this ${HEADER} was used for a different request (method, path or body) in the last 24 hours`);
         }
+        if (stored.withheld !== null) throw withheldAnswer(stored.withheld, HEADER);
         return { commit: false, result: replay(stored) };
       }
 
+      const rules: AnswerRules = { holdsSecret: false, rights: new Set() };
+      c.set("answerRules", rules);
       await next();
       const response = c.res;
       if (response.status < 200 || response.status >= 300) return { commit: false, result: undefined };
       // The answer is stored by the transaction's last statement, sent with the commit.
-      await record(last, principal.userId, key, requestHash, response);
+      await record(last, principal.userId, key, requestHash, response, rules);
       return { commit: true, result: undefined };
     });
   });
@@ -74,26 +85,47 @@ async function fingerprint(c: Context<AppEnv>): Promise<string> {
   return bytesToHex(sha256.create().update(head).update(body).digest());
 }
 
-async function record(sql: Sql, userId: string, key: string, requestHash: string, response: Response): Promise<void> {
-  const headers = Object.fromEntries(
-    KEPT_HEADERS.flatMap((name) => {
-      const value = response.headers.get(name);
-      return value === null ? [] : [[name, value]];
-    }),
-  );
-  const body = await response.clone().text();
+async function record(
+  sql: Sql,
+  userId: string,
+  key: string,
+  requestHash: string,
+  response: Response,
+  rules: AnswerRules,
+): Promise<void> {
+  // A secret is kept nowhere: the key records only that its request succeeded.
+  const headers = rules.holdsSecret
+    ? {}
+    : Object.fromEntries(
+        KEPT_HEADERS.flatMap((name) => {
+          const value = response.headers.get(name);
+          return value === null ? [] : [[name, value]];
+        }),
+      );
+  const body = rules.holdsSecret ? null : await response.clone().text();
   await sql.query(
     `with pruned as (
        delete from public.idempotency_keys
        where ctid in (select ctid from public.idempotency_keys where expires_at <= now() limit ${PRUNE_BATCH})
      )
-     insert into public.idempotency_keys (user_id, key, request_hash, status, headers, body)
-     values ($1, $2, $3, $4, $5, $6)
+     insert into public.idempotency_keys (user_id, key, request_hash, status, headers, body, withheld, requires)
+     values ($1, $2, $3, $4, $5, $6, $7, $8::text[])
      on conflict (tenant_id, user_id, key) do update
        set request_hash = excluded.request_hash, status = excluded.status, headers = excluded.headers,
-           body = excluded.body, created_at = now(), expires_at = now() + interval '24 hours'
+           body = excluded.body, withheld = excluded.withheld, requires = excluded.requires,
+           created_at = now(), expires_at = now() + interval '24 hours'
        where public.idempotency_keys.expires_at <= now()`,
-    [userId, key, requestHash, response.status, JSON.stringify(headers), body],
+    [
+      userId,
+      key,
+      requestHash,
+      response.status,
+      JSON.stringify(headers),
+      body,
+      rules.holdsSecret ? "secret" : null,
+      // An array literal as text: a JS array would keep the statement from travelling with the commit (db/database.ts).
+      `{${[...rules.rights].sort().join(",")}}`,
+    ],
   );
 }
 

@@ -88,12 +88,14 @@ const ERROR_ANSWERS: Record<ErrorStatus, { description: string; message: string;
   },
   401: { description: "No credential, or one that is unknown, revoked or expired", message: "missing or invalid credential" },
   403: {
-    description: "The credential may not do this (a read-only key writing, a staff user doing what admins do)",
+    description:
+      "The credential may not do this (a read-only key writing, a staff user doing what admins do, a replay to a caller who lost the rights the first request used)",
     message: "this API key is read-only: it may only GET and HEAD",
   },
   404: { description: "No such record in the caller's tenant", message: "room not found" },
   409: {
-    description: "A uniqueness or reference rule, an archived instance, or an Idempotency-Key used for another request",
+    description:
+      "A uniqueness or reference rule, an archived instance, or an Idempotency-Key used for another request, still in flight, or whose answer is not kept (it held a secret, shown once, or named a participant since erased)",
     message: "name is already used in this instance",
     details: [{ field: "name", issue: "is already used in this instance" }],
   },
@@ -210,7 +212,7 @@ export const REQUEST_HEADERS = {
     in: "header",
     required: false,
     description:
-      "Makes a POST safe to retry: the same key with the same request within 24 hours replays the stored answer (with Idempotent-Replayed: true) and writes nothing; another request with the key, or a retry while the first still runs, is 409. 1 to 255 visible ASCII characters, e.g. a UUID.",
+      "Makes a POST safe to retry: the same key with the same request within 24 hours replays the stored answer (with Idempotent-Replayed: true) and writes nothing; another request with the key, or a retry while the first still runs, is 409. A replay needs the rights the first request used (an admin's role, care access): 403 otherwise. An answer holding a secret (API key generate and regenerate, a webhook endpoint's create and rotate-secret) is never stored: a retry is 409, the secret being shown only once; so is a retry whose answer named a participant erased since. 1 to 255 visible ASCII characters, e.g. a UUID.",
     schema: { type: "string", minLength: 1, maxLength: 255, pattern: "^[!-~]{1,255}$" },
   },
   "If-Match": {

@@ -1,8 +1,9 @@
 import { createRoute } from "@hono/zod-openapi";
-import { forbidden, notFound } from "../errors.ts";
+import { notFound } from "../errors.ts";
 import { message } from "../http/envelope.ts";
 import { json, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { requireAdmin } from "../http/replay-rules.ts";
 import { describeError, log } from "../log.ts";
 import type { PhotoStore } from "../photos/store.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
@@ -30,7 +31,7 @@ const route = createRoute(
 
 export function eraseRoutes(store: PhotoStore) {
   return newRouter().openapi(route, async (c) => {
-    if (c.get("principal").role !== "admin") throw forbidden("only an admin can erase a participant");
+    requireAdmin(c, "only an admin can erase a participant");
     const { id } = c.req.valid("param");
     if (!isUuid(id)) throw notFound("participant");
     const [erased] = await c

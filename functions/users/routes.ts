@@ -1,9 +1,11 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { forbidden, notFound } from "../errors.ts";
+import type { Context } from "hono";
+import type { AppEnv } from "../app-env.ts";
+import { notFound } from "../errors.ts";
 import { list, locate, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
-import type { Principal } from "../principal.ts";
+import { requireAdmin } from "../http/replay-rules.ts";
 import { readOnlyFields } from "../resources/derive.ts";
 import { cleanText, IdParam, isUuid, pagination, SHORT_TEXT } from "../resources/fields.ts";
 import { addUser, changeUser, getUser, listUsers } from "./data.ts";
@@ -68,9 +70,7 @@ const Query = z.object({
 const tags = ["users"];
 const body = <T extends z.ZodType>(schema: T) => ({ content: { "application/json": { schema } }, required: true });
 
-function adminOnly(principal: Principal) {
-  if (principal.role !== "admin") throw forbidden("only an admin can manage users");
-}
+const adminOnly = (c: Context<AppEnv>) => requireAdmin(c, "only an admin can manage users");
 
 const listRoute = createRoute(
   operation({
@@ -124,19 +124,19 @@ const changeOne = createRoute(
 
 export const userRoutes = newRouter()
   .openapi(listRoute, async (c) => {
-    adminOnly(c.get("principal"));
+    adminOnly(c);
     const page = await c.get("tenant").run((sql) => listUsers(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(getRoute, async (c) => {
-    adminOnly(c.get("principal"));
+    adminOnly(c);
     const { id } = c.req.valid("param");
     const user = isUuid(id) ? await c.get("tenant").run((sql) => getUser(sql, id), { oneStatement: true }) : undefined;
     if (!user) throw notFound("user");
     return ok(c, user);
   })
   .openapi(createOne, async (c) => {
-    adminOnly(c.get("principal"));
+    adminOnly(c);
     const { email, role } = c.req.valid("json");
     const user = await c.get("tenant").run((sql) => addUser(sql, email, role), { oneStatement: true });
     if (!user) throw notFound("user");
@@ -144,7 +144,7 @@ export const userRoutes = newRouter()
     return ok(c, user, 201);
   })
   .openapi(changeOne, async (c) => {
-    adminOnly(c.get("principal"));
+    adminOnly(c);
     const { id } = c.req.valid("param");
     const change = c.req.valid("json");
     const user = isUuid(id) ? await c.get("tenant").run((sql) => changeUser(sql, id, change)) : undefined;

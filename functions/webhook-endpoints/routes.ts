@@ -1,11 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import { conflict, forbidden, invalidField, notFound } from "../errors.ts";
+import { conflict, invalidField, notFound } from "../errors.ts";
 import { EVENT_TYPES } from "../events/types.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { answerHoldsSecret, requireAdmin } from "../http/replay-rules.ts";
 import { cleanText, IdParam, isUuid, LONG_TEXT, pagination } from "../resources/fields.ts";
 import { newSecret } from "../webhooks/signing.ts";
 import { endpointUrlIssue, MAX_URL_LENGTH } from "../webhooks/url-policy.ts";
@@ -130,9 +131,7 @@ const DeliveryParams = z.object({
 const tags = ["webhooks"];
 const body = <T extends z.ZodType>(schema: T, required = true) => ({ content: { "application/json": { schema } }, required });
 
-function adminOnly(c: Context<AppEnv>) {
-  if (c.get("principal").role !== "admin") throw forbidden("only an admin can manage webhook endpoints");
-}
+const adminOnly = (c: Context<AppEnv>) => requireAdmin(c, "only an admin can manage webhook endpoints");
 
 function checkUrl(c: Context<AppEnv>, value: string | undefined) {
   if (value === undefined) return;
@@ -274,6 +273,7 @@ export const webhookEndpointRoutes = newRouter()
     );
     if (!record) throw notFound("webhook endpoint");
     locate(c, `/api/v1/webhook-endpoints/${record.id}`);
+    answerHoldsSecret(c);
     return ok(c, { ...record, secret }, 201) as never;
   })
   .openapi(changeRoute("patch"), async (c) => {
@@ -297,6 +297,7 @@ export const webhookEndpointRoutes = newRouter()
     const secret = newSecret();
     const record = await c.get("tenant").run((sql) => rotateSecret(sql, id, secret, grace));
     if (!record) throw notFound("webhook endpoint");
+    answerHoldsSecret(c);
     return ok(c, { ...record, secret }) as never;
   })
   .openapi(deliveriesRoute, async (c) => {

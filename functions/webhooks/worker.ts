@@ -2,6 +2,7 @@ import type { Database } from "../db/database.ts";
 import { RETENTION_DAYS } from "../events/feed.ts";
 import { pruneEvents } from "../events/retention.ts";
 import { thinEvent } from "../events/types.ts";
+import { pruneIdempotencyKeys } from "../http/idempotency-retention.ts";
 import { describeError, log } from "../log.ts";
 import { type AttemptOutcome, type LeasedDelivery, queue } from "./queue.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryAt } from "./retry-policy.ts";
@@ -143,7 +144,15 @@ export class WebhookWorker {
     if (!(await queue.housekeepingDue(this.db))) return;
     const events = await pruneEvents(this.db);
     const deliveries = await queue.pruneDeliveries(this.db, RETENTION_DAYS);
-    if (events + deliveries > 0) log.info("webhook housekeeping", { events_pruned: events, deliveries_pruned: deliveries });
+    // The service's other hourly retention rides here: every runtime runs a worker (docs/operations.md).
+    const answers = await pruneIdempotencyKeys(this.db);
+    if (events + deliveries + answers > 0) {
+      log.info("webhook housekeeping", {
+        events_pruned: events,
+        deliveries_pruned: deliveries,
+        idempotency_answers_pruned: answers,
+      });
+    }
   }
 
   async #deliver(delivery: LeasedDelivery): Promise<void> {
