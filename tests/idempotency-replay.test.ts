@@ -158,6 +158,15 @@ describe("a replay", () => {
     expect(JSON.stringify(refused.body)).not.toContain(body.email);
   });
 
+  it("of a create that overrode room capacity (an admin's right the database checks) is refused once the caller is no admin", async () => {
+    const { admin, demote } = await demotable();
+    const path = "/api/v1/participants?override_capacity=true";
+    const body = { instance_id: camp.instanceId, user_id: `over-${Date.now()}`, first_name: "Ova", surname: "Full" };
+    expect((await call(app, "POST", path, keyed("override-1", { key: admin.key, body }))).status).toBe(201);
+    await demote();
+    expect((await call(app, "POST", path, keyed("override-1", { key: admin.key, body }))).status).toBe(403);
+  });
+
   it("of a staff operation is still given after the caller was demoted (only the rights it used count)", async () => {
     const { admin, demote } = await demotable();
     const body = { name: `Camp ${Date.now()}` };

@@ -38,6 +38,15 @@ export function requireAdmin(c: Context<AppEnv>, message: string): void {
 }
 
 /**
+ * The operation used an admin's right that the database checks itself (a
+ * capacity override, private.override_room_capacity): a stored answer then
+ * needs an admin to be replayed.
+ */
+export function relyOnAdminRole(c: Context<AppEnv>): void {
+  c.get("answerRules")?.rights.add("admin");
+}
+
+/**
  * The operation reaches care data, whose access the database decides
  * (private.care_access); a stored answer then needs care write access to be replayed.
  */

@@ -4,6 +4,7 @@ import type { BodyRule } from "../http/body-policy.ts";
 import { locate, ok, okOfJson } from "../http/envelope.ts";
 import { dataOf, json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { relyOnAdminRole } from "../http/replay-rules.ts";
 import { Participant } from "../participants/schemas.ts";
 import {
   capacityConflict,
@@ -106,6 +107,7 @@ participantBulkRoutes
   .openapi(bulk, async (c) => {
     const candidates = c.req.valid("json").participants.map((input, at) => ({ at, input }));
     const overrideCapacity = c.req.valid("query").override_capacity;
+    if (overrideCapacity) relyOnAdminRole(c);
     const created = await c.get("tenant").run(async (sql) => {
       if (overrideCapacity) await overrideCapacity_(sql);
       const prepared = await prepareRows(sql, candidates, { label: "row" });
@@ -142,6 +144,7 @@ participantBulkRoutes
   })
   .openapi(importRoute, async (c) => {
     const { instance_id, dry_run, override_capacity } = c.req.valid("query");
+    if (override_capacity) relyOnAdminRole(c);
     const charset = /charset=([^;]+)/i
       .exec(c.req.header("content-type") ?? "")?.[1]
       ?.trim()

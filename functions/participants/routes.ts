@@ -5,6 +5,7 @@ import { listOfJson, locate, message, okOfJson } from "../http/envelope.ts";
 import { etagOf, ifMatch, notModified, preconditionFailed } from "../http/etag.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { relyOnAdminRole } from "../http/replay-rules.ts";
 import { IdParam, isUuid, textIssue } from "../resources/fields.ts";
 import { OverrideCapacityQuery } from "../rooms/capacity.ts";
 import {
@@ -117,6 +118,7 @@ participantRoutes
   .openapi(create, async (c) => {
     const input = c.req.valid("json");
     const overrideCapacity = c.req.valid("query").override_capacity;
+    if (overrideCapacity) relyOnAdminRole(c);
     const created = await c.get("tenant").run((sql) => createParticipant(sql, input, { overrideCapacity }), {
       oneStatement: true,
     });
