@@ -1,12 +1,15 @@
+import { deflateSync } from "node:zlib";
 import { fileTypeFromBuffer } from "file-type";
 import sharp from "sharp";
 import { describe, expect, it } from "vitest";
 import { detectPhotoType } from "../functions/photos/detect.ts";
 import { InvalidImageError, stripMetadata } from "../functions/photos/metadata/index.ts";
 import {
+  acTL,
   COMMENT_SEGMENT,
   GIF_COMMENT,
   GIF_XMP,
+  gifOfFrames,
   IPTC_SEGMENT,
   image,
   jpegSegment,
@@ -15,6 +18,7 @@ import {
   pixels,
   pngChunk,
   pngChunkTypes,
+  pngClaiming,
   webpChunkTypes,
   withGifBlocks,
   withJpegSegments,
@@ -23,7 +27,7 @@ import {
 } from "./support/images.ts";
 
 /** Strips a copy (the strippers work in place) and returns the result. */
-const strip = (bytes: Buffer, type: Parameters<typeof stripMetadata>[1]) => stripMetadata(Uint8Array.from(bytes), type);
+const strip = (bytes: Buffer, type: Parameters<typeof stripMetadata>[1]) => stripMetadata(Uint8Array.from(bytes), type).bytes;
 
 describe("JPEG metadata stripping", () => {
   it("removes EXIF with GPS, XMP, IPTC and comments and leaves the pixels as they were", async () => {
@@ -146,6 +150,71 @@ describe("PNG metadata stripping", () => {
     const noHeader = Buffer.concat([png.subarray(0, 8), pngChunk("tEXt", "a\0b"), png.subarray(8)]);
     expect(() => strip(noHeader, "image/png")).toThrow(/IHDR/);
     expect(() => strip(png.subarray(0, 40), "image/png")).toThrow(InvalidImageError);
+  });
+});
+
+describe("PNG chunks kept", () => {
+  it("keeps only the critical chunks and those that change how the picture shows, whatever the case of a chunk's name", async () => {
+    const gps = "GPS 51.5123 N 0.1235 W SECRET-TEXT";
+    const base = await image("png", { metadata: true });
+    const original = withPngChunks(
+      base,
+      pngChunk("EXIF", gps), // private, but upper case: its name claims "critical"
+      pngChunk("EXIf", gps),
+      pngChunk("gpSi", gps),
+      pngChunk("tEXt", `GPS\0${gps}`),
+      pngChunk("iTXt", `GPS\0\0\0\0\0${gps}`),
+      pngChunk("zTXt", Buffer.concat([Buffer.from("GPS\0\0"), deflateSync(gps)])),
+      pngChunk("sPLT", Buffer.concat([Buffer.from(`${gps}\0`), Buffer.from([8, 0, 0, 0, 0xff, 0, 1])])),
+      pngChunk("bKGD", Buffer.from([0, 0])),
+      pngChunk("gAMA", Buffer.from([0, 0, 0xb1, 0x8f])),
+      pngChunk("sRGB", Buffer.from([0])),
+    );
+    expect(pngChunkTypes(original)).toEqual(expect.arrayContaining(["eXIf", "EXIF", "tEXt", "iTXt", "zTXt"]));
+    expect(leaks(original)).toEqual(expect.arrayContaining(["GPS", "SECRET-TEXT", "eXIf"]));
+
+    const stripped = strip(original, "image/png");
+
+    expect(pngChunkTypes(stripped)).toEqual(["IHDR", "gAMA", "sRGB", "pHYs", "IDAT", "IEND"]);
+    expect(Buffer.from(stripped).includes("GPS")).toBe(false);
+    expect(leaks(stripped)).toEqual([]);
+    // The original does not even decode: libpng refuses a critical chunk it does not know.
+    expect(await pixels(stripped)).toEqual(await pixels(base));
+  });
+});
+
+describe("image geometry", () => {
+  const geometry = (bytes: Buffer, type: Parameters<typeof stripMetadata>[1]) =>
+    stripMetadata(Uint8Array.from(bytes), type).geometry;
+
+  it("reads each format's size and frame count as a decoder does", async () => {
+    const still = { width: 48, height: 32, frames: 1 };
+    expect(geometry(await image("jpeg", { metadata: true }), "image/jpeg")).toEqual(still);
+    expect(geometry(await picture().jpeg({ progressive: true }).toBuffer(), "image/jpeg")).toEqual(still);
+    expect(geometry(await image("png"), "image/png")).toEqual(still);
+    expect(geometry(await image("gif"), "image/gif")).toEqual(still);
+    expect(geometry(await image("webp"), "image/webp")).toEqual(still);
+    expect(geometry(await picture().webp({ quality: 80 }).toBuffer(), "image/webp")).toEqual(still);
+    expect(geometry(await picture(300, 7).withIccProfile("p3").webp().toBuffer(), "image/webp")).toEqual({
+      width: 300,
+      height: 7,
+      frames: 1,
+    });
+    const gif = await animatedGif();
+    expect(geometry(gif, "image/gif")).toEqual({ width: 16, height: 16, frames: 3 });
+    const webp = await sharp(gif, { animated: true }).webp({ lossless: true }).toBuffer();
+    expect(geometry(webp, "image/webp")).toEqual({ width: 16, height: 16, frames: 3 });
+  });
+
+  it("counts the frames an APNG announces, and a frame reaching past the canvas grows it", async () => {
+    expect(geometry(pngClaiming(30_000, 20_000), "image/png")).toEqual({ width: 30_000, height: 20_000, frames: 1 });
+    expect(geometry(pngClaiming(16, 16, acTL(5000)), "image/png")).toEqual({ width: 16, height: 16, frames: 5000 });
+    expect(geometry(gifOfFrames(200_000), "image/gif")).toEqual({ width: 1, height: 1, frames: 200_000 });
+    expect(geometry(gifOfFrames(2, 10, 10, 9000, 20), "image/gif")).toEqual({ width: 9000, height: 20, frames: 2 });
+  });
+
+  it("refuses a JPEG without a frame header", async () => {
+    expect(() => strip(Buffer.from([0xff, 0xd8, 0xff, 0xd9]), "image/jpeg")).toThrow(/no frame header/);
   });
 });
 

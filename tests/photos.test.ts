@@ -6,7 +6,18 @@ import { MAX_PHOTO_BYTES } from "../functions/photos/limits.ts";
 import { MemoryPhotoStore } from "../functions/photos/memory-store.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestTenant } from "./support/fixtures.ts";
-import { type Format, image, jpegSegment, leaks, pixels, withJpegSegments } from "./support/images.ts";
+import {
+  acTL,
+  type Format,
+  gifOfFrames,
+  image,
+  jpegSegment,
+  leaks,
+  picture,
+  pixels,
+  pngClaiming,
+  withJpegSegments,
+} from "./support/images.ts";
 import { download, newInstance, newParticipant, type PhotoApp, photoApp, upload } from "./support/photos.ts";
 
 const t = useTestDatabase();
@@ -131,6 +142,47 @@ describe("POST /api/v1/photos/user/{userId}", () => {
       details: [{ field: "photo", issue: `must be at most ${MAX_PHOTO_BYTES} bytes` }],
     });
     expect(await store.list(`${tenant.tenantId}/${participantId}/`)).toHaveLength(1);
+  });
+
+  it("refuses with 413 an image whose size or frames would exhaust a browser, storing nothing", async () => {
+    const { store, app } = setUp();
+    const participantId = await newParticipant(t(), tenant.tenantId, instanceId);
+    // Frames that alternate black and red: libvips merges identical frames.
+    const frames = (count: number) => {
+      const red = Buffer.alloc(count * 3);
+      for (let i = 0; i < count; i += 2) red[i * 3] = 255;
+      return sharp(red, { raw: { width: 1, height: count, channels: 3, pageHeight: 1 } as never })
+        .gif()
+        .toBuffer();
+    };
+    const webpOf = async (gif: Promise<Buffer>) =>
+      sharp(await gif, { animated: true })
+        .webp({ lossless: true })
+        .toBuffer();
+    const cases: Array<[string, Buffer, RegExp]> = [
+      ["a PNG claiming 30000 × 30000", pngClaiming(30_000, 30_000), /8000 pixels wide and high \(is 30000 × 30000 pixels\)/],
+      ["a GIF of 200,000 frames", gifOfFrames(200_000), /at most 1000 frames \(has 200000\)/],
+      ["a 1 × 1 GIF screen hiding a 9000 × 9000 frame", gifOfFrames(1, 1, 1, 9000, 9000), /is 9000 × 9000 pixels/],
+      ["a JPEG 8001 pixels wide", await picture(8001, 2).jpeg().toBuffer(), /is 8001 × 2 pixels/],
+      ["a 7000 × 7000 PNG (49 megapixels)", pngClaiming(7000, 7000), /at most 40000000 pixels \(has 49000000\)/],
+      ["an animated WebP of 1001 frames", await webpOf(frames(1001)), /has 1001\)/],
+      ["an APNG announcing 5000 frames", pngClaiming(16, 16, acTL(5000)), /has 5000\)/],
+      ["a GIF of 1000 frames of 1000 × 1000", gifOfFrames(1000, 1000, 1000), /over all frames \(has 1000000000\)/],
+    ];
+    for (const [name, photo, issue] of cases) {
+      expect(photo.length, name).toBeLessThan(MAX_PHOTO_BYTES);
+      const res = await upload(app, tenant.admin.key, participantId, photo);
+      expect(res.status, name).toBe(413);
+      expect(res.body.error.code, name).toBe("PAYLOAD_TOO_LARGE");
+      expect(res.body.error.details, name).toEqual([{ field: "photo", issue: expect.stringMatching(issue) }]);
+    }
+    expect(await store.list(`${tenant.tenantId}/${participantId}/`)).toEqual([]);
+    expect((await participantRow(participantId))?.photo_key).toBeNull();
+
+    const atLimit = await upload(app, tenant.admin.key, participantId, await picture(8000, 2).jpeg().toBuffer());
+    expect(atLimit.status).toBe(200);
+    const animated = await upload(app, tenant.admin.key, participantId, await frames(1000));
+    expect(animated.status).toBe(200);
   });
 
   it("refuses a body announced as larger than the limit with 413 before reading it", async () => {

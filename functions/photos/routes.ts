@@ -8,7 +8,15 @@ import { operation } from "../http/operation.ts";
 import { log } from "../log.ts";
 import { cleanText, idFilter } from "../resources/fields.ts";
 import { findPhotoOwner } from "./data.ts";
-import { ALLOWED_PHOTO_TYPES, MAX_PHOTO_BYTES, MULTIPART_OVERHEAD_BYTES } from "./limits.ts";
+import {
+  ALLOWED_PHOTO_TYPES,
+  MAX_ANIMATION_PIXELS,
+  MAX_PHOTO_BYTES,
+  MAX_PHOTO_FRAMES,
+  MAX_PHOTO_PIXELS,
+  MAX_PHOTO_SIDE,
+  MULTIPART_OVERHEAD_BYTES,
+} from "./limits.ts";
 import { photoFileName, photoPath } from "./links.ts";
 import { preparePhoto, savePhoto, storeCall } from "./service.ts";
 import type { PhotoStore } from "./store.ts";
@@ -62,7 +70,8 @@ const upload = createRoute(
     path: "/user/{userId}",
     summary: "Upload a participant's photo",
     description:
-      "Stores a JPEG, PNG, GIF or WebP image of at most 5 MB (the multipart part photo), judged by its bytes, with its metadata (EXIF, GPS) removed; it replaces the previous photo and sets the participant's photo_link.",
+      "Stores a JPEG, PNG, GIF or WebP image of at most 5 MB (the multipart part photo), judged by its bytes (else 415), with its metadata (EXIF, GPS) removed; it replaces the previous photo and sets the participant's photo_link. " +
+      `413 PAYLOAD_TOO_LARGE (details field photo) for a file over 5 MB, or an image over ${MAX_PHOTO_SIDE} pixels a side, ${MAX_PHOTO_PIXELS / 1e6} megapixels, ${MAX_PHOTO_FRAMES} frames or ${MAX_ANIMATION_PIXELS / 1e6} megapixels over all frames, as its headers declare them.`,
     tags,
     request: {
       params: Params,
@@ -79,7 +88,7 @@ const upload = createRoute(
               properties: {
                 photo: {
                   contentMediaType: "application/octet-stream",
-                  description: "The image file (JPEG, PNG, GIF or WebP; at most 5 MB), e.g. a Blob or File",
+                  description: `The image file (JPEG, PNG, GIF or WebP; at most 5 MB, ${MAX_PHOTO_SIDE} pixels a side, ${MAX_PHOTO_PIXELS / 1e6} megapixels and ${MAX_PHOTO_FRAMES} frames), e.g. a Blob or File`,
                 },
               },
               required: ["photo"],

@@ -6,8 +6,9 @@ import { describeError, log } from "../log.ts";
 import type { Principal } from "../principal.ts";
 import { beginUpload, currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
+import { checkGeometry } from "./geometry-limits.ts";
 import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";
-import { InvalidImageError, stripMetadata } from "./metadata/index.ts";
+import { InvalidImageError, type StrippedImage, stripMetadata } from "./metadata/index.ts";
 import { type PhotoStore, PhotoStoreError } from "./store.ts";
 
 export interface PreparedPhoto {
@@ -36,17 +37,22 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return bytesToHex(hash.digest());
 }
 
-/** Type from the bytes (415 otherwise), metadata removed in place, content hash. */
+/**
+ * Type from the bytes (415 otherwise), metadata removed in place, size and
+ * frames within what a browser can show (413 otherwise), content hash.
+ */
 export async function preparePhoto(received: Uint8Array): Promise<PreparedPhoto> {
   const contentType = await detectPhotoType(received);
   if (!contentType) throw unsupported("the photo is not a JPEG, PNG, GIF or WebP image (judged by its content)");
-  let bytes: Uint8Array;
+  let stripped: StrippedImage;
   try {
-    bytes = stripMetadata(received, contentType);
+    stripped = stripMetadata(received, contentType);
   } catch (error) {
     if (error instanceof InvalidImageError) throw unsupported(`the photo is ${error.message}`);
     throw error;
   }
+  checkGeometry(stripped.geometry);
+  const { bytes } = stripped;
   return { bytes, contentType, sha256: await sha256Hex(bytes) };
 }
 

@@ -1,4 +1,4 @@
-import { crc32 } from "node:zlib";
+import { crc32, deflateSync } from "node:zlib";
 import sharp from "sharp";
 
 /**
@@ -158,4 +158,51 @@ export function withGifBlocks(gif: Buffer, ...blocks: Buffer[]): Buffer {
   const table = packed & 0x80 ? 3 * 2 ** ((packed & 0x07) + 1) : 0;
   const at = 13 + table;
   return Buffer.concat([gif.subarray(0, at), ...blocks, gif.subarray(at)]);
+}
+
+// --- Oversized images ----------------------------------------------------------
+
+/**
+ * A PNG whose header claims `width` × `height` (8-bit grey): the one IDAT
+ * holds only the first row, which is all the service ever reads (it never
+ * decodes), so a 30000 × 30000 claim costs a few hundred bytes here.
+ */
+export function pngClaiming(width: number, height: number, ...extraChunks: Buffer[]): Buffer {
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bit depth; colour type 0 (grey), compression, filter, interlace 0
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    pngChunk("IHDR", header),
+    ...extraChunks,
+    pngChunk("IDAT", deflateSync(Buffer.alloc(width + 1))),
+    pngChunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+/** APNG's animation control chunk: `frames` announced, looping forever. */
+export function acTL(frames: number): Buffer {
+  const data = Buffer.alloc(8);
+  data.writeUInt32BE(frames, 0);
+  return pngChunk("acTL", data);
+}
+
+/**
+ * A GIF of `frames` frames of `frameWidth` × `frameHeight` pixels on a
+ * `width` × `height` screen, each frame a clear code and an end code
+ * (14 bytes a frame, so 200,000 frames fit in 2.8 MB).
+ */
+export function gifOfFrames(frames: number, width = 1, height = 1, frameWidth = width, frameHeight = height): Buffer {
+  const screen = Buffer.from("GIF89a\0\0\0\0\x80\0\0", "latin1");
+  screen.writeUInt16LE(width, 6);
+  screen.writeUInt16LE(height, 8);
+  const palette = Buffer.from([0, 0, 0, 255, 255, 255]);
+  const frame = Buffer.alloc(14);
+  frame[0] = 0x2c; // image descriptor at 0,0
+  frame.writeUInt16LE(frameWidth, 5);
+  frame.writeUInt16LE(frameHeight, 7);
+  frame[10] = 2; // LZW minimum code size
+  frame.set([1, 0x2c, 0], 11); // one sub-block: clear (4) and end (5) as 3-bit codes; terminator
+  return Buffer.concat([screen, palette, Buffer.alloc(frames * frame.length, frame), Buffer.from([0x3b])]);
 }

@@ -1,4 +1,5 @@
-import { InPlaceWriter, InvalidImageError, startsWith } from "./in-place.ts";
+import { GeometryCollector, type StrippedImage } from "./geometry.ts";
+import { InPlaceWriter, InvalidImageError, startsWith, u16le } from "./in-place.ts";
 
 const IMAGE = 0x2c;
 const EXTENSION = 0x21;
@@ -29,12 +30,15 @@ const colourTable = (packed: number) => (packed & 0x80 ? 3 * 2 ** ((packed & 0x0
 /**
  * Removes comment extensions and foreign application extensions (XMP among
  * them) from a GIF, in place; image data, palettes, frame timing and looping
- * are copied byte for byte. Nothing after the trailer is kept.
- * Returns a view of `bytes`, which it overwrites.
+ * are copied byte for byte. Nothing after the trailer is kept. Each image
+ * descriptor is a frame; the canvas is the logical screen grown to any frame
+ * reaching past it. Returns a view of `bytes`, which it overwrites.
  */
-export function stripGif(bytes: Uint8Array): Uint8Array {
+export function stripGif(bytes: Uint8Array): StrippedImage {
   if (!startsWith(bytes, 0, "GIF87a") && !startsWith(bytes, 0, "GIF89a")) throw invalid("no GIF header");
   if (bytes.length < 13) throw invalid("no logical screen descriptor");
+  const geometry = new GeometryCollector();
+  geometry.extent(u16le(bytes, 6), u16le(bytes, 8));
   const out = new InPlaceWriter(bytes);
   let pos = 13 + colourTable(bytes[10] ?? 0);
   out.keep(0, pos);
@@ -43,9 +47,11 @@ export function stripGif(bytes: Uint8Array): Uint8Array {
     const block = bytes[pos];
     if (block === TRAILER) {
       out.keep(pos, pos + 1);
-      return out.result();
+      return geometry.result(out.result());
     }
     if (block === IMAGE) {
+      geometry.frame();
+      geometry.extent(u16le(bytes, pos + 1) + u16le(bytes, pos + 5), u16le(bytes, pos + 3) + u16le(bytes, pos + 7));
       const descriptorEnd = pos + 10 + colourTable(bytes[pos + 9] ?? 0);
       const end = skipSubBlocks(bytes, descriptorEnd + 1); // +1: the LZW minimum code size
       if (end > bytes.length) throw invalid("an image runs past the end of the file");

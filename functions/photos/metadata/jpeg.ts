@@ -1,4 +1,5 @@
 import { orientationSegment, readOrientation } from "./exif-orientation.ts";
+import { GeometryCollector, type StrippedImage } from "./geometry.ts";
 import { InPlaceWriter, InvalidImageError, startsWith, u16be } from "./in-place.ts";
 
 const SOI = 0xd8;
@@ -12,6 +13,10 @@ const APP15 = 0xef;
 const COM = 0xfe;
 
 const invalid = (reason: string) => new InvalidImageError("JPEG", reason);
+
+/** Start-of-frame markers (every coding process); C4, C8 and CC are other segments. */
+const isStartOfFrame = (marker: number) =>
+  marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
 
 /**
  * Which marker segments may stay. Everything an application writes (APPn, COM)
@@ -50,10 +55,12 @@ function endOfScan(bytes: Uint8Array, from: number): number {
  * segments are copied byte for byte, in place. Anything after the end-of-image
  * marker (trailers, appended preview images) is dropped; the EXIF orientation
  * is kept as a minimal EXIF segment so the photo still displays upright.
- * Returns a view of `bytes`, which it overwrites.
+ * The size is the frame header's. Returns a view of `bytes`, which it overwrites.
  */
-export function stripJpeg(bytes: Uint8Array): Uint8Array {
+export function stripJpeg(bytes: Uint8Array): StrippedImage {
   if (bytes[0] !== 0xff || bytes[1] !== SOI) throw invalid("no start-of-image marker");
+  const geometry = new GeometryCollector();
+  let framed = false;
   const out = new InPlaceWriter(bytes);
   out.keep(0, 2);
   let pos = 2;
@@ -66,8 +73,9 @@ export function stripJpeg(bytes: Uint8Array): Uint8Array {
     pos++;
     if (marker === undefined) throw invalid("no end-of-image marker");
     if (marker === EOI) {
+      if (!framed) throw invalid("no frame header");
       out.keep(pos - 2, pos);
-      return out.result();
+      return geometry.result(out.result());
     }
     if (marker === SOI || marker === 0x00) throw invalid("unexpected marker");
     if (marker >= 0xd0 && marker <= 0xd7) {
@@ -78,6 +86,12 @@ export function stripJpeg(bytes: Uint8Array): Uint8Array {
     const end = pos + length;
     if (length < 2 || end > bytes.length) throw invalid("a segment runs past the end of the file");
     const payload = bytes.subarray(pos + 2, end);
+    if (isStartOfFrame(marker)) {
+      // A height of 0 defers it to a DNL marker, which browsers' decoders do not support.
+      if (payload.length < 5 || u16be(payload, 1) === 0) throw invalid("a frame header has no size");
+      geometry.extent(u16be(payload, 3), u16be(payload, 1));
+      framed = true;
+    }
 
     if (keepSegment(marker, payload)) {
       out.keep(pos - 2, end);
