@@ -10,7 +10,20 @@ const BlockFields = z.object({
 });
 
 export const WritableBlockFields = Object.keys(BlockFields.shape);
-export const CreateBlock = createOf(BlockFields).openapi("CreateBlock");
-export const UpdateBlock = updateOf(BlockFields).openapi("UpdateBlock");
-export const Block = recordOf(BlockFields).openapi("Block");
-export const BlockQuery = z.object({ instance_id: idFilter(), ...listing(["name", "created_at", "updated_at"], 100) });
+/** Computed when read: the totals of the block's rooms. */
+const BLOCK_TOTALS = ["capacity", "occupancy", "available"];
+export const CreateBlock = createOf(BlockFields, BLOCK_TOTALS).openapi("CreateBlock");
+export const UpdateBlock = updateOf(BlockFields, BLOCK_TOTALS).openapi("UpdateBlock");
+export const Block = recordOf(BlockFields, {
+  capacity: z.number().int().nullable().openapi({
+    description: "Sum of its live rooms' capacities; null when one of them has no limit; 0 without rooms",
+  }),
+  occupancy: z.number().int().openapi({ description: "Live participants in its rooms" }),
+  available: z.number().int().nullable().openapi({
+    description: "Sum of its rooms' free places (each never below 0); null when a room has no limit",
+  }),
+}).openapi("Block");
+export const BlockQuery = z.object({
+  instance_id: idFilter(),
+  ...listing(["name", "capacity", "occupancy", "available", "created_at", "updated_at"], 100),
+});

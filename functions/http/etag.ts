@@ -29,10 +29,11 @@ export function ifMatch(c: Context): Precondition {
   if (header === undefined) return undefined;
   if (header.trim() === "*") return "*";
   // Only versions Postgres can hold can match; anything else matches nothing. A record
-  // whose ETag also carries its parent's version (`"<own>.<parent's>"`: computed names)
+  // whose ETag also carries the versions of what its computed fields are read from
+  // (`"<own>.<parent's>"`, a room's `"<own>.<block's>.<occupancy>"`, a block's totals)
   // is matched on its own version: If-Match guards the record's own fields.
   return tags(header)
-    .map((tag) => (tag.weak ? undefined : /^([0-9]{1,10})(\.[0-9]{1,10})?$/.exec(tag.value)?.[1]))
+    .map((tag) => (tag.weak ? undefined : /^([0-9]{1,10})(?:\.[0-9]{0,19}){0,3}$/.exec(tag.value)?.[1]))
     .filter((version): version is string => version !== undefined);
 }
 

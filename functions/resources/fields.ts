@@ -74,7 +74,7 @@ export const optionalDate = () => dateString().nullable().optional();
  * A whole number in a query: plain decimal digits only. `1e3`, `0x10`, ` 5`
  * and `5.0`, which a number parser would take, are refused.
  */
-const queryInteger = (min: number, max: number, message: string) =>
+export const queryInteger = (min: number, max: number, message: string) =>
   z
     .string()
     .regex(/^[0-9]{1,15}$/, { message, abort: true })

@@ -14,6 +14,12 @@ export interface TableSpec {
   /** Columns a list may be filtered on (equality). */
   filters: readonly string[];
   /**
+   * Lower bounds a list may be filtered on: query parameter → SQL expression
+   * over the table's row (`available_min` → the free places). A row whose
+   * expression is null matches no bound.
+   */
+  atLeast?: Readonly<Record<string, string>>;
+  /**
    * Computed read-only fields: name → SQL expression over the table's row,
    * which it names unqualified by schema (`rooms.block_id`). Read, listed,
    * sorted and returned by writes like columns; never written.
@@ -65,6 +71,8 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
   const filters = identifiers(spec.filters);
   const computed = spec.computed ?? {};
   identifiers(Object.keys(computed));
+  const atLeast = spec.atLeast ?? {};
+  identifiers(Object.keys(atLeast));
   // deleted_at is returned only by a list that includes deleted rows; computed fields as their expressions.
   const returning = identifiers(spec.columns.filter((column) => column !== "deleted_at"))
     .map((column) => (column in computed ? `${computed[column]} as ${column}` : column))
@@ -96,12 +104,15 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
 
     async list(sql: Sql, given: Record<string, unknown>, options: ListOptions): Promise<Page<Row>> {
       const [names, params] = pick(filters, given);
-      const sync = syncConditions(options, "", params.length + 1);
+      const [bounds, minimums] = pick(Object.keys(atLeast), given);
+      const where = names.map((name, i) => `${name} = $${i + 1}`);
+      for (const [i, bound] of bounds.entries()) where.push(`${atLeast[bound]} >= $${params.length + i + 1}`);
+      const sync = syncConditions(options, "", params.length + minimums.length + 1);
       return listPage<Row>(sql, {
         columns: options.include_deleted ? `${returning}, deleted_at` : returning,
         from: table as string,
-        where: [...sync.where, ...names.map((name, i) => `${name} = $${i + 1}`)],
-        params: [...params, ...sync.params],
+        where: [...sync.where, ...where],
+        params: [...params, ...minimums, ...sync.params],
         orderBy: orderBy(options.sort),
         limit: options.limit,
         offset: options.offset,

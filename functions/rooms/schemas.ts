@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { createOf, recordOf, updateOf } from "../resources/derive.ts";
-import { idField, idFilter, optionalText, requiredText } from "../resources/fields.ts";
+import { idField, idFilter, optionalText, queryInteger, requiredText } from "../resources/fields.ts";
 import { listing } from "../resources/listing.ts";
 
 /** Postgres `integer`: a larger capacity could not be stored. */
@@ -19,19 +19,32 @@ const RoomFields = z.object({
     .min(0, "must be an integer of 0 or more")
     .max(MAX_CAPACITY, `must be at most ${MAX_CAPACITY}`)
     .nullable()
-    .optional(),
+    .optional()
+    .openapi({
+      description:
+        "The most live participants the room may hold; null: no limit. Enforced: a write that would exceed it, or lowering it below the occupancy, is 409 (admins may override a placement with override_capacity=true).",
+    }),
 });
 
 export const WritableRoomFields = Object.keys(RoomFields.shape);
-/** Computed when read: the block's name, so a table of rooms needs no second request. */
-const ROOM_NAMES = ["block_name"];
+/** Computed when read: the block's name, so a table of rooms needs no second request, and how full the room is. */
+const ROOM_NAMES = ["block_name", "occupancy", "available"];
 export const CreateRoom = createOf(RoomFields, ROOM_NAMES).openapi("CreateRoom");
 export const UpdateRoom = updateOf(RoomFields, ROOM_NAMES).openapi("UpdateRoom");
 export const Room = recordOf(RoomFields, {
   block_name: z.string().openapi({ description: "The block's name" }),
+  occupancy: z.number().int().openapi({ description: "Live participants in the room" }),
+  available: z.number().int().nullable().openapi({
+    description: "Free places: capacity minus occupancy, never below 0; null when capacity is null (no limit)",
+  }),
 }).openapi("Room");
 export const RoomQuery = z.object({
   instance_id: idFilter(),
   block_id: idFilter(),
-  ...listing(["room_number", "name", "capacity", "block_name", "created_at", "updated_at"], 100),
+  available_min: queryInteger(0, MAX_CAPACITY, "must be an integer of 0 or more").optional().openapi({
+    type: "integer",
+    minimum: 0,
+    description: "Only rooms with at least this many free places (rooms without a capacity have none counted and do not match)",
+  }),
+  ...listing(["room_number", "name", "capacity", "occupancy", "available", "block_name", "created_at", "updated_at"], 100),
 });
