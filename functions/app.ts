@@ -25,6 +25,7 @@ import { instanceRoutes } from "./instances/routes.ts";
 import { meRoutes } from "./me/routes.ts";
 import { eraseRoutes } from "./participants/erase.ts";
 import { participantRoutes } from "./participants/routes.ts";
+import { participantAssignRoutes } from "./participants-assign/routes.ts";
 import { BULK_BODIES, participantBulkRoutes } from "./participants-bulk/routes.ts";
 import { defaultPhotoStore } from "./photos/default-store.ts";
 import { PHOTO_BODY, photoRoutes } from "./photos/routes.ts";
@@ -121,8 +122,9 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/groups/subgroups", subgroupRoutes);
   app.route("/api/v1/blocks", blockRoutes);
   app.route("/api/v1/rooms", roomRoutes);
-  // Before participantRoutes: its /{id} would otherwise answer /bulk, /export.csv and /import.
+  // Before participantRoutes: its /{id} would otherwise answer /bulk, /export.csv, /import and /assign.
   app.route("/api/v1/participants", participantBulkRoutes);
+  app.route("/api/v1/participants", participantAssignRoutes);
   app.route("/api/v1/participants", eraseRoutes(photoStore));
   app.route("/api/v1/participants", careRoutes(photoStore));
   app.route("/api/v1/participants", participantRoutes);

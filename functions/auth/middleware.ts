@@ -36,7 +36,7 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
     const db = c.get("db");
     const apiKey = c.req.header("x-api-key");
     const authorization = c.req.header("authorization");
-    const weight = rateWeight(c);
+    const weight = await rateWeight(c);
     let tenant: TenantScope<Principal>;
     let rate: RateState | undefined;
 

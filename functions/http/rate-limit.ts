@@ -20,9 +20,30 @@ const HEAVY: Array<{ method: string; path: RegExp; weight: number }> = [
   { method: "GET", path: /\/participants\/export\.csv$/, weight: 10 },
 ];
 
-/** The weight of this request: HEAD costs what GET does (it does the same work). */
-export function rateWeight(c: Context<AppEnv>): number {
+/**
+ * Operations whose work grows with the body's list: a hit per `per` items
+ * of the list at `items`, at least one, at most `most` (the list's own
+ * bound, beyond which the request is refused anyway). A full assign of
+ * 1,000 costs what a bulk create does.
+ */
+const SIZED: Array<{ method: string; path: RegExp; items: string; per: number; most: number }> = [
+  { method: "POST", path: /\/participants\/assign$/, items: "assignments", per: 100, most: 10 },
+];
+
+/**
+ * The weight of this request: HEAD costs what GET does (it does the same
+ * work). A sized operation's JSON body is read for it (the body policy has
+ * already bounded it, and Hono keeps the parse for the route).
+ */
+export async function rateWeight(c: Context<AppEnv>): Promise<number> {
   const method = c.req.method === "HEAD" ? "GET" : c.req.method;
+  const sized = SIZED.find((rule) => rule.method === method && rule.path.test(c.req.path));
+  if (sized) {
+    const body: unknown = await c.req.json().catch(() => undefined);
+    const items = typeof body === "object" && body !== null ? (body as Record<string, unknown>)[sized.items] : undefined;
+    const count = Array.isArray(items) ? items.length : 0;
+    return Math.min(sized.most, Math.max(1, Math.ceil(count / sized.per)));
+  }
   return HEAVY.find((rule) => rule.method === method && rule.path.test(c.req.path))?.weight ?? 1;
 }
 
