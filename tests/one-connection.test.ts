@@ -223,6 +223,12 @@ async function sample(f: Fixture, method: string, path: string): Promise<Sample>
       };
     case "POST /api/v1/participants/bulk":
       return { path, key: admin, body: { participants: [participant(), participant()] } };
+    case "POST /api/v1/participants/assign":
+      return {
+        path,
+        key: admin,
+        body: { assignments: [{ participant_id: f.participantId, room_id: f.camp.roomId }] },
+      };
     case "POST /api/v1/participants/import":
       return {
         path: `${path}?instance_id=${f.camp.instanceId}`,

@@ -533,3 +533,131 @@ describe("assign and its callers", () => {
     if (costs.every((c) => c >= 0)) expect(costs).toEqual([1, 1, 2, 10, 10, 10]);
   });
 });
+
+describe("assign and room capacity", () => {
+  /** A block of rooms with these capacities. */
+  async function roomsOf(...capacities: number[]) {
+    const { blockId, rooms } = await blockWithRooms(...capacities.map((_, i) => `Cap${i + 1}`));
+    for (const [i, id] of rooms.entries()) {
+      await t().admin("update public.rooms set capacity = $2 where id = $1", [id, capacities[i]]);
+    }
+    return { blockId, rooms };
+  }
+  const inRoom = (blockId: string, roomId: string) => person({ block_id: blockId, room_id: roomId, room_number: "x" });
+  const occupancy = async (roomId: string) =>
+    (await t().admin("select count(*)::int as n from public.participants where room_id = $1 and deleted_at is null", [roomId]))
+      .rows[0].n;
+
+  it("swaps two people between two full rooms in one request", async () => {
+    const { blockId, rooms } = await roomsOf(1, 1);
+    const a = await inRoom(blockId, rooms[0] as string);
+    const b = await inRoom(blockId, rooms[1] as string);
+    // Each move alone overfills a room.
+    const alone = await assign([{ participant_id: a, room_id: rooms[1] }]);
+    expect(alone.status).toBe(409);
+    const swap = await assign([
+      { participant_id: a, room_id: rooms[1] },
+      { participant_id: b, room_id: rooms[0] },
+    ]);
+    expect(swap.status, JSON.stringify(swap.body)).toBe(200);
+    expect((await placementOf(a)).room_id).toBe(rooms[1]);
+    expect((await placementOf(b)).room_id).toBe(rooms[0]);
+  });
+
+  it("rotates three people through three full rooms in one request", async () => {
+    const { blockId, rooms } = await roomsOf(1, 1, 1);
+    const ids = [await inRoom(blockId, rooms[0] as string), await inRoom(blockId, rooms[1] as string)];
+    ids.push(await inRoom(blockId, rooms[2] as string));
+    const res = await assign(ids.map((id, i) => ({ participant_id: id, room_id: rooms[(i + 1) % 3] })));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    for (const [i, id] of ids.entries()) expect((await placementOf(id)).room_id).toBe(rooms[(i + 1) % 3]);
+  });
+
+  it("refuses a set that leaves rooms over capacity with 409 naming every one of them, and changes nothing", async () => {
+    const { blockId, rooms } = await roomsOf(1, 2, 5);
+    const [small, pair, big] = rooms as [string, string, string];
+    const already = await inRoom(blockId, small);
+    const movers = await Promise.all(Array.from({ length: 4 }, () => person()));
+    const res = await assign([
+      { participant_id: movers[0], room_id: small }, // small: 2 of 1
+      { participant_id: movers[1], room_id: pair },
+      { participant_id: movers[2], room_id: pair },
+      { participant_id: movers[3], room_id: pair }, // pair: 3 of 2
+      { participant_id: (await person()) as string, room_id: big }, // big: 1 of 5, fine
+    ]);
+    expect(res.status).toBe(409);
+    expect(res.body.error.code).toBe("CONFLICT");
+    expect(res.body.error.message).toBe("2 rooms would be over their capacity");
+    const byRoom = [...res.body.error.details].sort((x, y) => x.room_number.localeCompare(y.room_number));
+    expect(byRoom).toEqual([
+      {
+        field: "assignments",
+        issue: "room Cap1 would hold 2 participants, over its capacity of 1",
+        room_id: small,
+        room_number: "Cap1",
+        capacity: 1,
+        occupancy: 2,
+      },
+      {
+        field: "assignments",
+        issue: "room Cap2 would hold 3 participants, over its capacity of 2",
+        room_id: pair,
+        room_number: "Cap2",
+        capacity: 2,
+        occupancy: 3,
+      },
+    ]);
+    for (const id of movers) expect((await placementOf(id)).room_id).toBeNull();
+    expect((await placementOf(already)).room_id).toBe(small);
+    expect(await updateEvents([...movers, already])).toEqual([]);
+
+    // Judged on the final state: the same set with the room's occupant moving out and one mover fewer fits.
+    const fits = await assign([
+      { participant_id: movers[0], room_id: small },
+      { participant_id: movers[1], room_id: pair },
+      { participant_id: movers[2], room_id: pair },
+      { participant_id: movers[3], room_id: big },
+      { participant_id: already, room_id: big },
+    ]);
+    expect(fits.status, JSON.stringify(fits.body)).toBe(200);
+    expect([await occupancy(small), await occupancy(pair), await occupancy(big)]).toEqual([1, 2, 2]);
+  });
+
+  it("answers in a dry run which rooms would overflow, and writes nothing", async () => {
+    const { blockId, rooms } = await roomsOf(1, 1);
+    const [one, two] = rooms as [string, string];
+    const occupants = [await inRoom(blockId, one), await inRoom(blockId, two)];
+    const a = await person();
+    const b = await person();
+    const entries = [
+      { participant_id: a, room_id: one },
+      { participant_id: b, room_id: two },
+    ];
+    const res = await assign(entries, { query: "?dry_run=true" });
+    expect(res.status).toBe(200);
+    expect(res.body.data.changed).toBe(2);
+    expect(res.body.data.participants.map((p: { after: { room_id: string } }) => p.after.room_id)).toEqual([one, two]);
+    expect(res.body.data.would_fail).toMatchObject({ status: 409, code: "CONFLICT" });
+    expect(res.body.data.would_fail.details.map((d: { room_id: string }) => d.room_id).sort()).toEqual([one, two].sort());
+    expect([await occupancy(one), await occupancy(two)]).toEqual([1, 1]);
+    // With the occupants moved out in the same set, it would succeed; still nothing is written.
+    const freed = await assign([...entries, ...occupants.map((id) => ({ participant_id: id, room_id: null }))], {
+      query: "?dry_run=true",
+    });
+    expect(freed.body.data).toMatchObject({ changed: 4, would_fail: null });
+    expect([await occupancy(one), await occupancy(two)]).toEqual([1, 1]);
+    expect((await placementOf(a)).room_id).toBeNull();
+  });
+
+  it("gives the last bed to exactly one of two concurrent requests", async () => {
+    const { rooms } = await roomsOf(1);
+    const a = await person();
+    const b = await person();
+    const [first, second] = await Promise.all([
+      assign([{ participant_id: a, room_id: rooms[0] }]),
+      assign([{ participant_id: b, room_id: rooms[0] }]),
+    ]);
+    expect([first.status, second.status].sort()).toEqual([200, 409]);
+    expect(await occupancy(rooms[0] as string)).toBe(1);
+  });
+});

@@ -4,7 +4,7 @@ import { ApiError, conflict, type FieldIssue } from "../errors.ts";
 import { fieldIssues } from "../http/validation.ts";
 import { findStructure } from "../participants-bulk/data.ts";
 import type { RowIssue } from "../participants-bulk/rows.ts";
-import { lockParticipants, writePlacements } from "./data.ts";
+import { assertRoomCapacity, lockParticipants, writePlacements } from "./data.ts";
 import { type Entry, type PlannedEntry, planAssignments, referencedIds } from "./plan.ts";
 import { Assignment, type AssignReportRecord } from "./schemas.ts";
 
@@ -51,11 +51,18 @@ function archived(at: number[]): ApiError {
   );
 }
 
-/** The changes written, with what the database's rules say about the state they leave. */
+/**
+ * The changes written, then every room they fill checked on the state they
+ * leave: all of the set's moves are in, so a swap between two full rooms
+ * passes, and a set that overfills rooms is refused naming each one.
+ */
 async function write(sql: Sql, changes: PlannedEntry[]): Promise<void> {
   const written = await writePlacements(sql, changes);
   // Every participant was locked when planned, so each planned change finds its row.
   if (written !== changes.length) throw new Error(`assign wrote ${written} of ${changes.length} planned rows`);
+  const filled = new Set<string>();
+  for (const { before, after } of changes) if (after.room_id && after.room_id !== before.room_id) filled.add(after.room_id);
+  await assertRoomCapacity(sql, [...filled]);
 }
 
 /**

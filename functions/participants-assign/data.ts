@@ -52,3 +52,16 @@ export async function writePlacements(sql: Sql, changes: PlannedEntry[]): Promis
   );
   return row?.n ?? 0;
 }
+
+/**
+ * Refuses (CA409, constraint room_capacity) naming every one of these rooms
+ * that now holds more live participants than its capacity, unless the
+ * transaction overrides capacity (private.assert_room_capacity, *_room_capacity.sql).
+ * The deferred per-row check at commit would stop at the first room; this
+ * names them all, on `assignments`, the set whose final state overflows them.
+ * It also takes each room's capacity lock, so what it found holds until commit.
+ */
+export async function assertRoomCapacity(sql: Sql, rooms: string[]): Promise<void> {
+  if (rooms.length === 0) return;
+  await sql.query("select private.assert_room_capacity($1::uuid[], 'assignments')", [rooms]);
+}

@@ -3,7 +3,7 @@ import { ok } from "../http/envelope.ts";
 import { dataOf, json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { assignParticipants } from "./assign.ts";
-import { AssignBody, AssignQuery, AssignReport, MAX_ASSIGNMENTS } from "./schemas.ts";
+import { AssignBody, Assignment, AssignQuery, AssignReport, MAX_ASSIGNMENTS } from "./schemas.ts";
 
 /**
  * Moving many participants in one step: POST /participants/assign. Mounted
@@ -33,6 +33,8 @@ const assign = createRoute(
 );
 
 export const participantAssignRoutes = newRouter();
+// The entries are validated one by one in the handler; the document still describes them (AssignBody's items).
+participantAssignRoutes.openAPIRegistry.register("ParticipantAssignment", Assignment);
 
 participantAssignRoutes.openapi(assign, async (c) => {
   const { dry_run } = c.req.valid("query");
