@@ -649,6 +649,35 @@ describe("assign and room capacity", () => {
     expect((await placementOf(a)).room_id).toBeNull();
   });
 
+  it("lets an admin overfill rooms with override_capacity=true, recorded on each participant's audit event", async () => {
+    const { rooms } = await roomsOf(1);
+    const [full] = rooms as [string];
+    const movers = [await person(), await person()];
+    const entries = movers.map((id) => ({ participant_id: id, room_id: full }));
+    const staff = await tenant.addUser("staff");
+    const refused = await assign(entries, { as: staff.key, query: "?override_capacity=true" });
+    expect(refused.status).toBe(403);
+    expect(refused.body.error.details).toEqual([{ field: "override_capacity", issue: expect.any(String) }]);
+    // Even as a dry run: the right is the caller's, whatever the entries.
+    const dry = await assign(entries, { as: staff.key, query: "?override_capacity=true&dry_run=true" });
+    expect(dry.status).toBe(403);
+    expect(await occupancy(full)).toBe(0);
+
+    const res = await assign(entries, { query: "?override_capacity=true" });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    expect(await occupancy(full)).toBe(2);
+    const { rows } = await t().admin(
+      `select resource_id, actor_user_id, capacity_override from public.audit_events
+       where resource_type = 'participant' and action = 'update' and resource_id = any($1::uuid[])`,
+      [movers],
+    );
+    expect(rows).toHaveLength(2);
+    for (const row of rows) {
+      expect(row.actor_user_id).toBe(tenant.admin.userId);
+      expect(row.capacity_override).toMatchObject({ room_id: full, capacity: 1 });
+    }
+  });
+
   it("gives the last bed to exactly one of two concurrent requests", async () => {
     const { rooms } = await roomsOf(1);
     const a = await person();

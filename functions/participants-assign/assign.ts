@@ -4,6 +4,7 @@ import { ApiError, conflict, type FieldIssue } from "../errors.ts";
 import { fieldIssues } from "../http/validation.ts";
 import { findStructure } from "../participants-bulk/data.ts";
 import type { RowIssue } from "../participants-bulk/rows.ts";
+import { overrideCapacity } from "../rooms/capacity.ts";
 import { assertRoomCapacity, lockParticipants, writePlacements } from "./data.ts";
 import { type Entry, type PlannedEntry, planAssignments, referencedIds } from "./plan.ts";
 import { Assignment, type AssignReportRecord } from "./schemas.ts";
@@ -85,7 +86,16 @@ async function tryWrite(sql: Sql, changes: PlannedEntry[]): Promise<ApiError | u
   return refusal;
 }
 
-export async function assignParticipants(sql: Sql, raw: unknown[], dryRun: boolean): Promise<AssignReportRecord> {
+export interface AssignOptions {
+  dryRun: boolean;
+  /** An admin's override_capacity: rooms may be left over capacity (the audit events record it). */
+  overrideCapacity: boolean;
+}
+
+export async function assignParticipants(sql: Sql, raw: unknown[], options: AssignOptions): Promise<AssignReportRecord> {
+  const { dryRun } = options;
+  // First, so that a staff caller asking for it is refused (403) whatever the entries.
+  if (options.overrideCapacity) await overrideCapacity(sql);
   const { entries, issues } = validateEntries(raw);
   const current = await lockParticipants(sql, [...new Set(entries.map((e) => e.input.participant_id.toLowerCase()))]);
   const structure = await findStructure(sql, referencedIds(entries, current.values()), []);

@@ -21,7 +21,8 @@ const assign = createRoute(
       "two people swapping between two full rooms is one request. 200 with each participant's placement before and after. " +
       "400 names every bad entry by its place (`assignments.3.room_id`), an unknown participant included; 409 when a " +
       "participant is in an archived instance, or names every room the set would leave over capacity. " +
-      "`dry_run=true` answers what would change and what would fail (would_fail), writing nothing. " +
+      "`dry_run=true` answers what would change and what would fail (would_fail), writing nothing; " +
+      "`override_capacity=true` (admins) lets rooms be left over capacity. " +
       "Costs one rate-limit hit per 100 assignments (at least one).",
     tags: ["participants"],
     request: {
@@ -37,8 +38,9 @@ export const participantAssignRoutes = newRouter();
 participantAssignRoutes.openAPIRegistry.register("ParticipantAssignment", Assignment);
 
 participantAssignRoutes.openapi(assign, async (c) => {
-  const { dry_run } = c.req.valid("query");
+  const { dry_run, override_capacity } = c.req.valid("query");
   const { assignments } = c.req.valid("json");
-  const report = await c.get("tenant").run((sql) => assignParticipants(sql, assignments, dry_run));
+  const options = { dryRun: dry_run, overrideCapacity: override_capacity };
+  const report = await c.get("tenant").run((sql) => assignParticipants(sql, assignments, options));
   return ok(c, report, 200);
 });

@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { ERROR_STATUS, type ErrorCode } from "../errors.ts";
 import { FieldIssueSchema } from "../http/openapi.ts";
 import { idField, optionalId } from "../resources/fields.ts";
+import { overrideCapacityParam } from "../rooms/capacity.ts";
 
 /** The assign route's contract: the body, the query and the report it answers with. */
 
@@ -58,6 +59,7 @@ export const AssignQuery = z.object({
       description:
         "true: check everything as a real request would (in the same transaction, then rolled back) and answer what would change and what would fail; nothing is written. Default false.",
     }),
+  override_capacity: overrideCapacityParam,
 });
 
 /** Where a participant is placed: its four references and the room number. */
