@@ -678,6 +678,19 @@ describe("assign and room capacity", () => {
     }
   });
 
+  it("replays an override only to a caller who is still an admin", async () => {
+    const { rooms } = await roomsOf(1);
+    const admin = await tenant.addUser("admin");
+    const entries = [await person(), await person()].map((id) => ({ participant_id: id, room_id: rooms[0] }));
+    const headers = { "Idempotency-Key": `override-${fresh()}` };
+    const query = "?override_capacity=true";
+    expect((await assign(entries, { as: admin.key, query, headers })).status).toBe(200);
+    await t().admin("update public.users set role = 'staff' where id = $1", [admin.userId]);
+    const replay = await assign(entries, { as: admin.key, query, headers });
+    expect(replay.status).toBe(403);
+    expect(replay.body.error.code).toBe("FORBIDDEN");
+  });
+
   it("gives the last bed to exactly one of two concurrent requests", async () => {
     const { rooms } = await roomsOf(1);
     const a = await person();

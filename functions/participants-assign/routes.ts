@@ -2,6 +2,7 @@ import { createRoute } from "@hono/zod-openapi";
 import { ok } from "../http/envelope.ts";
 import { dataOf, json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
+import { relyOnAdminRole } from "../http/replay-rules.ts";
 import { assignParticipants } from "./assign.ts";
 import { AssignBody, Assignment, AssignQuery, AssignReport, MAX_ASSIGNMENTS } from "./schemas.ts";
 
@@ -39,6 +40,8 @@ participantAssignRoutes.openAPIRegistry.register("ParticipantAssignment", Assign
 
 participantAssignRoutes.openapi(assign, async (c) => {
   const { dry_run, override_capacity } = c.req.valid("query");
+  // The override is an admin's right (the database checks it): a replay of its answer needs one too.
+  if (override_capacity) relyOnAdminRole(c);
   const { assignments } = c.req.valid("json");
   const options = { dryRun: dry_run, overrideCapacity: override_capacity };
   const report = await c.get("tenant").run((sql) => assignParticipants(sql, assignments, options));
