@@ -35,6 +35,16 @@ const schema = z.object({
   LOG_LEVEL: z.enum(["debug", "info", "warning", "error"]).default("info"),
   /** How long a request waits for a database connection before it is answered 503. */
   DB_CONNECT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3_000),
+  /**
+   * The Node server's limits on slow clients (node/http-server.ts): time for a
+   * request's headers, for the whole request (headers and body: a 5 MB photo
+   * at 1 Mbit/s takes 40 s), and how long an idle kept-alive connection stays
+   * open (set it above the idle timeout of a proxy in front, e.g. 65 s behind
+   * an AWS load balancer).
+   */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(500).max(120_000).default(10_000),
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(3_600_000).default(120_000),
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(600_000).default(5_000),
   /** On SIGTERM/SIGINT, how long requests in flight may take to finish before their connections are cut. */
   SHUTDOWN_TIMEOUT_MS: z.coerce.number().int().min(0).max(600_000).default(10_000),
   /** Requests a minute per user (all their keys and tokens), counted across every process; 0 turns limits off. */

@@ -35,22 +35,45 @@ function closeIfBodyUnread(response: Response, incoming: { complete: boolean }):
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 
+/** How long a client may take (config.ts HTTP_*_TIMEOUT_MS). */
+export interface HttpTimeouts {
+  headersMs: number;
+  requestMs: number;
+  keepAliveMs: number;
+}
+
 /**
  * The Node HTTP server around the app's fetch, bound before anything else is
  * created, so a port in use fails the start cleanly. It counts the requests in
  * flight (a response counts until its last byte is sent, so a streamed export
  * is not cut) so that a shutdown can wait for them.
+ *
+ * A client that sends its headers a byte at a time (slowloris) or never ends
+ * its body holds a socket and memory: Node's defaults give it 60 s for the
+ * headers and 300 s for the request, checked only every 30 s. Here the
+ * headers get `headersMs` (answered 408 and closed), the whole request
+ * `requestMs`, both checked every second. Answers are not limited: a streamed
+ * export or a waiting event feed takes what it takes once the request is in.
  */
 export async function listen(
   fetch: (request: Request) => Response | Promise<Response>,
   port: number,
   hostname = "0.0.0.0",
+  /** Node's own defaults when omitted (tests of other things). */
+  timeouts?: HttpTimeouts,
 ): Promise<HttpServer> {
   let draining = false;
   const inFlight = new Set<ServerResponse>();
   const server = createAdaptorServer({
     fetch: async (request: Request, env: { incoming: { complete: boolean } }) =>
       draining ? drainingResponse() : closeIfBodyUnread(await fetch(request), env.incoming),
+    serverOptions: timeouts && {
+      headersTimeout: timeouts.headersMs,
+      // Node refuses a request timeout shorter than the headers timeout.
+      requestTimeout: Math.max(timeouts.requestMs, timeouts.headersMs),
+      keepAliveTimeout: timeouts.keepAliveMs,
+      connectionsCheckingInterval: 1_000,
+    },
   }) as Server;
 
   server.on("request", (_request: IncomingMessage, response: ServerResponse) => {

@@ -31,12 +31,38 @@ export function toApiError(error: unknown): ApiError {
   return new ApiError("INTERNAL_ERROR", "internal error");
 }
 
+/** nginx's status for a request its client closed: no answer is sent, the request's log line shows it. */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * Whether the request failed because its client went away: the runtime aborts
+ * the request's signal when the connection closes early (Node, Deno), and
+ * Node's body stream fails with its own "aborted" (ECONNRESET), which may
+ * surface before the signal is aborted.
+ */
+function clientHungUp(c: Context, error: unknown): boolean {
+  if (c.req.raw.signal?.aborted) return true;
+  return error instanceof Error && error.message === "aborted" && (error as { code?: unknown }).code === "ECONNRESET";
+}
+
 /**
  * Answers any thrown thing in the envelope. What the client is not told (the
  * cause of a 500 or a 503) goes to the log once, with the request's id, which
- * the client gets in `error.request_id`.
+ * the client gets in `error.request_id`. A client that hung up is no fault of
+ * the service: one info line says so (no stack), and nobody reads the answer.
  */
 export function handleError(error: unknown, c: Context) {
+  if (clientHungUp(c, error)) {
+    const { error: kind, code } = describeError(error);
+    log.info("client hung up", {
+      request_id: c.get("requestId"),
+      method: c.req.method,
+      route: c.req.routePath,
+      error: kind,
+      code,
+    });
+    return c.body(null, CLIENT_CLOSED_REQUEST as never);
+  }
   const apiError = toApiError(error);
   if (apiError.code === "INTERNAL_ERROR" || apiError.code === "SERVICE_UNAVAILABLE") {
     // An ApiError made from a failure (photo storage) carries it as its cause.
