@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   addBlock,
   addCampStructure,
@@ -12,6 +12,7 @@ import {
 } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 /** POST /api/v1/participants/assign: many placements in one step, all or none (issue 31, item 4). */
 
@@ -701,5 +702,66 @@ describe("assign and room capacity", () => {
     ]);
     expect([first.status, second.status].sort()).toEqual([200, 409]);
     expect(await occupancy(rooms[0] as string)).toBe(1);
+  });
+});
+
+describe("assign through the real HTTP server", () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServerProcess({ DATABASE_URL: t().url, RATE_LIMIT_PER_MINUTE: "1000" });
+  }, 120_000);
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  /** A POST to the server, through the proxy that holds every answer to the OpenAPI document. */
+  async function post(query: string, assignments: unknown, headers: Record<string, string> = {}) {
+    const response = await fetch(`${server.url}${ASSIGN}${query}`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-API-Key": key, ...headers },
+      body: JSON.stringify({ assignments }),
+    });
+    return { status: response.status, headers: response.headers, body: await response.json() };
+  }
+
+  it("swaps between full rooms, previews, refuses overfilling naming every room, and replays a retry", async () => {
+    const { blockId, rooms } = await blockWithRooms("H1", "H2");
+    const [one, two] = rooms as [string, string];
+    for (const id of rooms) await t().admin("update public.rooms set capacity = 1 where id = $1", [id]);
+    const a = await person({ block_id: blockId, room_id: one, room_number: "H1" });
+    const b = await person({ block_id: blockId, room_id: two, room_number: "H2" });
+    const swap = [
+      { participant_id: a, room_id: two },
+      { participant_id: b, room_id: one },
+    ];
+
+    const preview = await post("?dry_run=true", swap);
+    expect(preview.status).toBe(200);
+    expect(preview.body.data).toMatchObject({ dry_run: true, changed: 2, would_fail: null });
+    expect((await placementOf(a)).room_id).toBe(one);
+
+    const headers = { "Idempotency-Key": `http-swap-${fresh()}` };
+    const done = await post("", swap, headers);
+    expect(done.status).toBe(200);
+    expect(done.headers.get("ratelimit")).toMatch(/^"default";r=\d+;t=\d+$/);
+    expect([(await placementOf(a)).room_id, (await placementOf(b)).room_id]).toEqual([two, one]);
+    const retry = await post("", swap, headers);
+    expect(retry.status).toBe(200);
+    expect(retry.headers.get("idempotent-replayed")).toBe("true");
+    expect(await updateEvents([a, b])).toHaveLength(2);
+
+    const c = await person();
+    const d = await person();
+    const over = await post("", [
+      { participant_id: c, room_id: one },
+      { participant_id: d, room_id: two },
+    ]);
+    expect(over.status).toBe(409);
+    expect(over.body.error.details.map((i: { room_id: string }) => i.room_id).sort()).toEqual([one, two].sort());
+    expect(over.body.error.request_id).toBe(over.headers.get("x-request-id"));
+
+    const bad = await post("", [{ participant_id: c, room_id: "nope" }]);
+    expect(bad.status).toBe(400);
+    expect(bad.body.error.details).toEqual([{ field: "assignments.0.room_id", issue: "must be a uuid" }]);
   });
 });
