@@ -115,7 +115,7 @@ describe("the embedded database shared between the server and the camp CLI", () 
     try {
       const second = await run(TSX, ["node/server.ts"], { DATABASE_URL: "", DATA_DIR: dataDir, PORT: "0" }, 60_000);
       expect(second.code).toBe(1);
-      // The pid is the server's node process (tsx runs it as its child), as kept in DATA_DIR.
+      // The pid kept in DATA_DIR is the server's own node process.
       const pid = readFileSync(join(dataDir, "server.pid"), "utf8").trim();
       expect(second.stderr).toContain(`a camp server (pid ${pid}) is already running on DATA_DIR`);
       expect((await get(server.port, "/health")).status).toBe(200);

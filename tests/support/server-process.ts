@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
-import { join } from "node:path";
 import { ROOT } from "./processes.ts";
 import { validatingProxy } from "./validating-proxy.ts";
 
@@ -37,7 +36,8 @@ export interface ServerProcess {
 }
 
 /**
- * `npm start` as a child process (node/server.ts through tsx) on a free port,
+ * The server as `npm start` runs it (`node --import tsx node/server.ts`, one
+ * process: signals sent to the child reach the server itself) on a free port,
  * with `env` over this process's environment, in this checkout or another
  * (`checkout`); resolves once it listens.
  */
@@ -47,7 +47,7 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const checkout = options.checkout ?? ROOT;
-  const child = spawn(join(checkout, "node_modules", ".bin", "tsx"), ["node/server.ts"], {
+  const child = spawn(process.execPath, ["--import", "tsx", "node/server.ts"], {
     cwd: checkout,
     // Rate limits off unless the test sets them: load tests send far more than a client would.
     env: { ...process.env, RATE_LIMIT_PER_MINUTE: "0", ...env, PORT: String(port) },
