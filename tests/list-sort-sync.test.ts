@@ -175,6 +175,28 @@ describe("updated_since and include_deleted", () => {
     expect((await call(app, "HEAD", "/api/v1/participants?include_deleted=true", { key: tenant.admin.key })).status).toBe(200);
   });
 
+  it("finds deleted participants with q and include_deleted=true, whatever the length of q (tests/list-properties.test.ts's case)", async () => {
+    // A term of three letters or more searched live participants only: this one was missing.
+    const gone = await call(app, "POST", "/api/v1/participants", {
+      key: tenant.admin.key,
+      body: { user_id: "searched-deleted", instance_id: camp.instanceId, first_name: "Ada", surname: "Quarry" },
+    });
+    await call(app, "DELETE", `/api/v1/participants/${gone.body.data.id}`, { key: tenant.admin.key });
+    for (const q of ["qu", "quarry", "ADA QUA"]) {
+      const found = await list(`status=active&q=${encodeURIComponent(q)}&include_deleted=true`);
+      expect(
+        found.data.map((p) => p.id),
+        q,
+      ).toContain(gone.body.data.id);
+      expect(found.meta.total, q).toBe(found.data.length);
+      // Without include_deleted the deleted one stays out.
+      expect(
+        (await list(`q=${encodeURIComponent(q)}`)).data.map((p) => p.id),
+        q,
+      ).not.toContain(gone.body.data.id);
+    }
+  });
+
   it("refuses a timestamp that is not RFC 3339, and a bad include_deleted, naming them", async () => {
     for (const [query, field] of [
       ["updated_since=yesterday", "updated_since"],

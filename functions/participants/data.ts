@@ -245,6 +245,15 @@ const foldedLength = (term: string) =>
     .replace(/[^\p{L}\p{N}]/gu, "").length;
 
 /**
+ * The ids `q` finds (a term of three letters or more): the live participants
+ * from the trigram index, and with include_deleted the deleted ones too,
+ * which the partial index does not hold.
+ */
+const searchIds = (term: string, includeDeleted: boolean | undefined) =>
+  `select id from private.search_participant_ids(${term}) as s(id)` +
+  (includeDeleted ? ` union all select id from private.search_deleted_participant_ids(${term}) as d(id)` : "");
+
+/**
  * The list's conditions on `p`, also used by the CSV export.
  *
  * `q` of three letters or more goes through private.search_participant_ids,
@@ -264,7 +273,7 @@ export function listConditions(
   params: unknown[];
   /** The placeholder of the instance filter, when there is one. */
   instance?: string;
-  /** The placeholder of a `q` to define the `found` CTE with, when `found` was asked for. */
+  /** The query of the ids `q` finds, to define the `found` CTE with, when `found` was asked for. */
   search?: string;
 } {
   const where = filters.include_deleted ? [] : ["p.deleted_at is null"];
@@ -286,10 +295,10 @@ export function listConditions(
       // The folded pattern is computed once (an InitPlan), not per row.
       where.push(`p.search_key like (select '%' || nullif(private.search_key(${term}), '') || '%')`);
     } else if (options.found) {
-      search = term;
+      search = searchIds(term, filters.include_deleted);
       where.push("p.id in (select id from found)");
     } else {
-      where.push(`p.id in (select found.id from private.search_participant_ids(${term}) as found(id))`);
+      where.push(`p.id in (select found.id from (${searchIds(term, filters.include_deleted)}) as found(id))`);
     }
   }
   if (filters.updated_since !== undefined) {
@@ -314,7 +323,7 @@ export function listConditions(
 export async function listParticipants(sql: Sql, filters: ListFilters): Promise<{ json: string; meta: ListMeta }> {
   const { where, params, instance, search } = listConditions(filters, { found: true });
   const conditions = allOf(where);
-  const found = search ? `with found as materialized (select id from private.search_participant_ids(${search}) as s(id)) ` : "";
+  const found = search ? `with found as materialized (${search}) ` : "";
   const n = params.length;
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
   const order = orderBy(filters.sort, "p.");
