@@ -1,7 +1,6 @@
 import { readFileSync } from "node:fs";
 import type { Database } from "../functions/db/database.ts";
 import { ApiError } from "../functions/errors.ts";
-import { decodeCsv } from "../functions/participants-bulk/csv-import.ts";
 import { type ImportReport, importParticipants, type LineIssue } from "../functions/participants-bulk/import.ts";
 import { importPrincipal } from "../functions/participants-bulk/import-principal.ts";
 import { say } from "../node/runtime.ts";
@@ -21,14 +20,14 @@ export interface ImportOptions {
   overrideCapacity?: boolean;
 }
 
-function readCsv(file: string): string {
+function readCsv(file: string): Uint8Array {
   let bytes: Buffer;
   try {
     bytes = readFileSync(file);
   } catch (error) {
     throw new Error(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  return decodeCsv(bytes);
+  return bytes;
 }
 
 /** A rejected line, or an issue of the whole file (a room it would fill over capacity). */
@@ -38,13 +37,13 @@ const describe = (d: Partial<LineIssue> & Pick<LineIssue, "field" | "issue">) =>
     : `line ${d.line}: ${d.column ? `${d.column} (${d.field})` : d.field}: ${d.issue}`;
 
 export async function importFile(db: Database, file: string, options: ImportOptions): Promise<ImportReport> {
-  const text = readCsv(file);
+  const body = readCsv(file);
   const principal = await importPrincipal(db, options.instance, options.tenant);
   const bar = progressBar(options.dryRun ? "checking" : "importing");
   let started = false;
   try {
     return await importParticipants(db.scopeFor(principal), {
-      text,
+      body,
       instanceId: options.instance,
       dryRun: options.dryRun ?? false,
       overrideCapacity: options.overrideCapacity ?? false,

@@ -1,19 +1,13 @@
 import { describe, expect, it } from "vitest";
-import {
-  decodeCsv,
-  MAX_IMPORT_LINES,
-  normaliseHeader,
-  parseImport,
-  targetOf,
-} from "../functions/participants-bulk/csv-import.ts";
+import { MAX_IMPORT_LINES, normaliseHeader, parseImport, targetOf } from "../functions/participants-bulk/csv-import.ts";
 import { orderedIds } from "../functions/participants-bulk/rows.ts";
 
 const INSTANCE = "11111111-1111-4111-8111-111111111111";
 
 /** What a thrown ApiError says, for the whole-file refusals. */
-function refusal(text: string): string {
+async function refusal(text: string | Uint8Array): Promise<string> {
   try {
-    parseImport(text, INSTANCE);
+    await parseImport(text, INSTANCE);
   } catch (error) {
     return (error as Error).message;
   }
@@ -37,8 +31,8 @@ describe("CSV header mapping", () => {
 });
 
 describe("parseImport", () => {
-  it("numbers lines as the file does: header 1, empty lines counted, a multi-line cell at its first line", () => {
-    const parsed = parseImport(
+  it("numbers lines as the file does: header 1, empty lines counted, a multi-line cell at its first line", async () => {
+    const parsed = await parseImport(
       'user_id,first_name,surname\r\na,Ada,Lovelace\r\n\r\nb,"Grace\r\nBrewster",Hopper\r\nc,Alan,Turing\r\n',
       INSTANCE,
     );
@@ -51,9 +45,9 @@ describe("parseImport", () => {
     });
   });
 
-  it("reads semicolon and tab separated files, trims cells and leaves empty cells unset", () => {
+  it("reads semicolon and tab separated files, trims cells and leaves empty cells unset", async () => {
     for (const separator of [";", "\t"]) {
-      const parsed = parseImport(
+      const parsed = await parseImport(
         ["user_id", "first_name", "surname", "rank"].join(separator) + "\n u1 ;Ada;Lovelace;".replaceAll(";", separator),
         INSTANCE,
       );
@@ -66,8 +60,8 @@ describe("parseImport", () => {
     }
   });
 
-  it("drops the export's neutralising quote, lower-cases status and keeps names apart from fields", () => {
-    const parsed = parseImport("user_id,first_name,surname,status,block,room\nu1,'=cmd,'+1,Active,North,101\n", INSTANCE);
+  it("drops the export's neutralising quote, lower-cases status and keeps names apart from fields", async () => {
+    const parsed = await parseImport("user_id,first_name,surname,status,block,room\nu1,'=cmd,'+1,Active,North,101\n", INSTANCE);
     expect(parsed.candidates[0]).toEqual({
       at: 2,
       input: { instance_id: INSTANCE, user_id: "u1", first_name: "=cmd", surname: "+1", status: "active" },
@@ -75,25 +69,32 @@ describe("parseImport", () => {
     });
   });
 
-  it("skips lines whose cells are all empty and rejects lines with extra cells", () => {
-    const parsed = parseImport("user_id,first_name,surname\n,,\nu1,Ada,Lovelace,,\nu2,Alan,Turing,x\n", INSTANCE);
+  it("skips lines whose cells are all empty and rejects lines with extra cells", async () => {
+    const parsed = await parseImport("user_id,first_name,surname\n,,\nu1,Ada,Lovelace,,\nu2,Alan,Turing,x\n", INSTANCE);
     expect(parsed.candidates.map((c) => c.at)).toEqual([3]);
     expect(parsed.issues).toEqual([{ at: 4, field: "line", issue: "has 4 cells, the header has 3" }]);
   });
 
-  it("refuses a file without the required columns, with a repeated column, without lines or with too many", () => {
-    expect(refusal("first_name,surname\nAda,Lovelace\n")).toMatch(/no column for user_id/);
-    expect(refusal("user_id,First Name,forename,surname\n")).toMatch(/'First Name' and 'forename' both mean first_name/);
-    expect(refusal("user_id,first_name,surname\n\n\n")).toMatch(/no participant lines/);
-    expect(refusal(`user_id,first_name,surname\n${"u,A,B\n".repeat(MAX_IMPORT_LINES + 1)}`)).toMatch(/at most 20000/);
+  it("refuses a file without the required columns, with a repeated column, without lines or with too many", async () => {
+    expect(await refusal("first_name,surname\nAda,Lovelace\n")).toMatch(/no column for user_id/);
+    expect(await refusal("user_id,First Name,forename,surname\n")).toMatch(/'First Name' and 'forename' both mean first_name/);
+    expect(await refusal("user_id,first_name,surname\n\n\n")).toMatch(/no participant lines/);
+    expect(await refusal(`user_id,first_name,surname\n${"u,A,B\n".repeat(MAX_IMPORT_LINES + 1)}`)).toMatch(/at most 20000/);
   });
 
-  it("decodes UTF-8 with or without a byte-order mark and refuses other encodings", () => {
+  it("decodes UTF-8 with or without a byte-order mark and refuses other encodings", async () => {
     const text = "user_id,first_name,surname\nu1,Zoë,O'Brien 🏕️\n";
     const withBom = new Uint8Array([0xef, 0xbb, 0xbf, ...new TextEncoder().encode(text)]);
-    expect(decodeCsv(withBom)).toBe(text);
-    expect(decodeCsv(new TextEncoder().encode(text))).toBe(text);
-    expect(() => decodeCsv(new Uint8Array([0x5a, 0x6f, 0xeb]))).toThrow(/not UTF-8/);
+    for (const bytes of [withBom, new TextEncoder().encode(text)]) {
+      const parsed = await parseImport(bytes, INSTANCE);
+      expect(parsed.columns[0]).toEqual({ column: "user_id", field: "user_id" });
+      expect(parsed.candidates[0]?.input).toMatchObject({ first_name: "Zoë", surname: "O'Brien 🏕️" });
+    }
+    const latin1 = (tail: number[]) =>
+      new Uint8Array([...new TextEncoder().encode("user_id,first_name,surname\nu1,Zo"), ...tail]);
+    expect(await refusal(latin1([0xeb, 0x2c, 0x41, 0x0a]))).toMatch(/not UTF-8/);
+    // A multi-byte character cut off by the end of the file.
+    expect(await refusal(latin1([0xeb]))).toMatch(/not UTF-8/);
   });
 });
 

@@ -9,6 +9,12 @@ export interface BodyRule {
   maxBytes: number;
   /** How to describe the limit in a 413. */
   limitText: string;
+  /**
+   * The route reads the body as a stream and stops at the limit itself; a
+   * body without Content-Length is then passed on unread rather than
+   * buffered here first.
+   */
+  countsItsOwnBytes?: boolean;
 }
 
 export const JSON_BODY_LIMIT = 1_048_576;
@@ -63,6 +69,7 @@ export function bodyPolicy(special: BodyRule[]) {
     if (length !== null && !headers.has("transfer-encoding")) {
       return Number(length) > rule.maxBytes ? tooLarge() : next();
     }
+    if (rule.countsItsOwnBytes) return next();
     return bodyLimit({ maxSize: rule.maxBytes, onError: tooLarge })(c, next);
   });
 }

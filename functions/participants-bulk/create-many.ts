@@ -26,7 +26,7 @@ export interface PrepareOptions {
 }
 
 export async function prepareRows(sql: Sql, candidates: Candidate[], options: PrepareOptions): Promise<Prepared> {
-  const { rows, issues } = validateRows(candidates);
+  const { rows, issues } = await validateRows(candidates);
   const ids = new Set<string>();
   const instances = new Set<string>();
   for (const { data } of rows) {

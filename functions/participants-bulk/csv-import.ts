@@ -1,6 +1,6 @@
-import { CsvError, parse } from "csv-parse/sync";
 import { ApiError, badRequest } from "../errors.ts";
 import { WRITABLE_FIELDS, type WritableField } from "../participants/schemas.ts";
+import { readCsv } from "./csv-reader.ts";
 import { type Candidate, NAMED_REFERENCES, type NamedReference, type RowIssue } from "./rows.ts";
 
 /**
@@ -12,6 +12,22 @@ import { type Candidate, NAMED_REFERENCES, type NamedReference, type RowIssue } 
 
 /** Lines of participants one import takes (one transaction). */
 export const MAX_IMPORT_LINES = 20_000;
+
+/** The documented 10 MB (README, OpenAPI) of an import's body. */
+export const MAX_IMPORT_BYTES = 10 * 1_048_576;
+export const CSV_LIMIT_TEXT = "CSV imports are limited to 10 MB";
+
+/**
+ * What an import reads at most. A participant's cells together are far
+ * below 64 K characters, and an export has 32 columns; blank lines (every cell
+ * empty) are read but bounded too, at as many again as participant lines.
+ */
+export const CSV_LIMITS = {
+  bytes: MAX_IMPORT_BYTES,
+  records: 2 * MAX_IMPORT_LINES + 1,
+  cells: 256,
+  recordBytes: 65_536,
+};
 
 type Target = Exclude<WritableField, "instance_id"> | NamedReference;
 
@@ -97,55 +113,8 @@ export interface ParsedImport {
   issues: RowIssue[];
 }
 
-/** The file's text: UTF-8, with or without a byte-order mark; anything else is refused. */
-export function decodeCsv(bytes: Uint8Array): string {
-  try {
-    return new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw badRequest("the file is not UTF-8 text; save it as CSV UTF-8", { field: "body", issue: "is not UTF-8" });
-  }
-}
-
-/** The separator of the header line: a comma, or the semicolon or tab some spreadsheets write. */
-function detectDelimiter(text: string): string {
-  const end = text.search(/\r|\n/);
-  const header = end === -1 ? text : text.slice(0, end);
-  const counts = [",", ";", "\t"].map((d) => [d, header.split(d).length - 1] as const);
-  return counts.reduce((best, c) => (c[1] > best[1] ? c : best))[0];
-}
-
 /** An exported cell neutralised against formula injection (`'=…`) is read back as it was written. */
 const unneutralise = (cell: string) => (/^'[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/.test(cell) ? cell.slice(1) : cell);
-
-interface ParsedRecord {
-  record: string[];
-  info: { lines: number };
-}
-
-function readRecords(source: string): ParsedRecord[] {
-  // One kind of line break (LF): csv-parse numbers the lines of CRLF files
-  // inconsistently once a quoted cell holds a line break. Breaks inside cells
-  // become LF too.
-  const text = source.replace(/\r\n?/g, "\n");
-  try {
-    return parse(text, {
-      bom: true,
-      delimiter: detectDelimiter(text),
-      info: true,
-      relax_column_count: true,
-      skip_empty_lines: true,
-    }) as unknown as ParsedRecord[];
-  } catch (error) {
-    if (error instanceof CsvError) {
-      const line = (error as CsvError & { lines?: number }).lines;
-      throw badRequest(`the file is not valid CSV: ${error.message}`, { field: "body", line, issue: error.message });
-    }
-    throw error;
-  }
-}
-
-/** Where a record starts: csv-parse counts lines to its end, and quoted cells may hold line breaks. */
-const startLine = (r: ParsedRecord) => r.info.lines - r.record.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
 
 function mapHeader(header: string[]): { columns: Array<ColumnMapping | undefined>; ignored: string[] } {
   const columns: Array<ColumnMapping | undefined> = [];
@@ -179,35 +148,58 @@ function mapHeader(header: string[]): { columns: Array<ColumnMapping | undefined
   return { columns, ignored };
 }
 
-/** The participant rows of a CSV file for `instanceId`; file-level problems are a 400 for the whole file. */
-export function parseImport(text: string, instanceId: string): ParsedImport {
-  const [head, ...records] = readRecords(text);
-  if (!head) throw badRequest("the file is empty", { field: "body", issue: "is empty" });
-  const { columns, ignored } = mapHeader(head.record);
-  // Rows a spreadsheet leaves behind with every cell empty are not participants.
-  const lines = records.filter((r) => r.record.some((cell) => cell.trim() !== ""));
-  if (lines.length === 0)
-    throw badRequest("the file has a header but no participant lines", { field: "body", issue: "has no lines" });
-  if (lines.length > MAX_IMPORT_LINES) {
-    throw new ApiError("VALIDATION_ERROR", `the file has ${lines.length} lines; one import takes at most ${MAX_IMPORT_LINES}`, {
-      field: "body",
-      issue: `more than ${MAX_IMPORT_LINES} lines`,
-    });
-  }
+/** A CSV body as the route or the CLI has it. */
+export type CsvBody = ReadableStream<Uint8Array> | Uint8Array | string;
 
+function streamOf(body: CsvBody): ReadableStream<Uint8Array> {
+  if (body instanceof ReadableStream) return body;
+  const bytes = typeof body === "string" ? new TextEncoder().encode(body) : body;
+  return new ReadableStream({
+    start(controller) {
+      controller.enqueue(bytes);
+      controller.close();
+    },
+  });
+}
+
+/**
+ * The participant rows of a CSV file for `instanceId`, read as it arrives;
+ * file-level problems (a limit passed, no header, no lines) are a 400 or 413
+ * for the whole file, raised at the line where they are found.
+ */
+export async function parseImport(body: CsvBody, instanceId: string): Promise<ParsedImport> {
+  let mapped: { columns: Array<ColumnMapping | undefined>; ignored: string[] } | undefined;
   const candidates: Candidate[] = [];
   const issues: RowIssue[] = [];
-  for (const r of lines) {
-    const at = startLine(r);
-    const extra = r.record.slice(columns.length).filter((cell) => cell.trim() !== "");
+  let lines = 0;
+  for await (const { cells, line: at } of readCsv(streamOf(body), CSV_LIMITS, CSV_LIMIT_TEXT)) {
+    if (!mapped) {
+      mapped = mapHeader(cells);
+      continue;
+    }
+    // Rows a spreadsheet leaves behind with every cell empty are not participants.
+    if (!cells.some((cell) => cell.trim() !== "")) continue;
+    if (++lines > MAX_IMPORT_LINES) {
+      throw new ApiError(
+        "VALIDATION_ERROR",
+        `the file has more than ${MAX_IMPORT_LINES} lines; one import takes at most ${MAX_IMPORT_LINES}`,
+        {
+          field: "body",
+          line: at,
+          issue: `more than ${MAX_IMPORT_LINES} lines`,
+        },
+      );
+    }
+    const { columns } = mapped;
+    const extra = cells.slice(columns.length).filter((cell) => cell.trim() !== "");
     if (extra.length > 0) {
-      issues.push({ at, field: "line", issue: `has ${r.record.length} cells, the header has ${columns.length}` });
+      issues.push({ at, field: "line", issue: `has ${cells.length} cells, the header has ${columns.length}` });
       continue;
     }
     const input: Record<string, string> = { instance_id: instanceId };
     const names: Partial<Record<NamedReference, string>> = {};
     columns.forEach((mapping, i) => {
-      const cell = unneutralise((r.record[i] ?? "").trim());
+      const cell = unneutralise((cells[i] ?? "").trim());
       if (!mapping || cell === "") return;
       if ((NAMED_REFERENCES as readonly string[]).includes(mapping.field)) names[mapping.field as NamedReference] = cell;
       // Spreadsheets capitalise; the API's status values are lower case.
@@ -215,5 +207,12 @@ export function parseImport(text: string, instanceId: string): ParsedImport {
     });
     candidates.push({ at, input, names });
   }
-  return { columns: columns.filter((c): c is ColumnMapping => c !== undefined), ignored, candidates, issues };
+  if (!mapped) throw badRequest("the file is empty", { field: "body", issue: "is empty" });
+  if (lines === 0) throw badRequest("the file has a header but no participant lines", { field: "body", issue: "has no lines" });
+  return {
+    columns: mapped.columns.filter((c): c is ColumnMapping => c !== undefined),
+    ignored: mapped.ignored,
+    candidates,
+    issues,
+  };
 }

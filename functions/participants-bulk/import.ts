@@ -2,7 +2,7 @@ import type { TenantScope } from "../db/database.ts";
 import { ApiError, conflict, invalidField } from "../errors.ts";
 import { capacityConflict, overrideCapacity, roomOverflows } from "../rooms/capacity.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
-import { type ColumnMapping, parseImport } from "./csv-import.ts";
+import { type ColumnMapping, type CsvBody, parseImport } from "./csv-import.ts";
 import { findInstances } from "./data.ts";
 import type { RowIssue } from "./rows.ts";
 
@@ -14,7 +14,8 @@ import type { RowIssue } from "./rows.ts";
  */
 
 export interface ImportRequest {
-  text: string;
+  /** The file, read as it arrives (a request's body stream) or whole (the CLI's file). */
+  body: CsvBody;
   instanceId: string;
   dryRun: boolean;
   /** An admin's (or the operator's) choice to fill rooms over their capacity. */
@@ -41,17 +42,31 @@ export interface LineIssue {
   issue: string;
 }
 
+/**
+ * Problems a rejection lists at most, the first in line order: enough to fix
+ * a file by, while a file of 20,000 bad lines would otherwise be answered
+ * with hundreds of thousands of entries (megabytes of JSON to build and send).
+ */
+export const MAX_LISTED_ISSUES = 1_000;
+
 function rejection(issues: RowIssue[], lines: number, columns: ColumnMapping[]): ApiError {
   const columnOf = new Map<string, string>(columns.map((c) => [c.field, c.column]));
-  const details: LineIssue[] = issues.map(({ at, field, issue }) => {
+  const details: LineIssue[] = issues.slice(0, MAX_LISTED_ISSUES).map(({ at, field, issue }) => {
     const column = columnOf.get(field);
     return column === undefined ? { line: at, field, issue } : { line: at, column, field, issue };
   });
-  return new ApiError("VALIDATION_ERROR", `${failingRows(issues)} of ${lines} lines are invalid; nothing was imported`, details);
+  const listed =
+    issues.length > MAX_LISTED_ISSUES ? ` (the first ${MAX_LISTED_ISSUES} of ${issues.length} problems are listed)` : "";
+  return new ApiError(
+    "VALIDATION_ERROR",
+    `${failingRows(issues)} of ${lines} lines are invalid; nothing was imported${listed}`,
+    details,
+  );
 }
 
 export async function importParticipants(tenant: TenantScope, request: ImportRequest): Promise<ImportReport> {
-  const parsed = parseImport(request.text, request.instanceId);
+  // Read before the transaction: a slow upload holds no connection.
+  const parsed = await parseImport(request.body, request.instanceId);
   const lines = parsed.candidates.length + new Set(parsed.issues.map((i) => i.at)).size;
   const report = (created: number): ImportReport => ({
     instance_id: request.instanceId,

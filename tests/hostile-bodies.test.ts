@@ -1,0 +1,211 @@
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_IMPORT_BYTES, MAX_IMPORT_LINES } from "../functions/participants-bulk/csv-import.ts";
+import { MAX_LISTED_ISSUES } from "../functions/participants-bulk/import.ts";
+import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
+import { useTestDatabase } from "./support/database.ts";
+import type { TestTenant } from "./support/fixtures.ts";
+import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
+
+/**
+ * Bounded work per request (issue 27): each worst-case body sent by one
+ * tenant to a real server process (as `npm start` runs it) is refused with
+ * the right status, the server lives on, and another tenant's requests sent
+ * meanwhile are answered. What each costs in memory and time is measured by
+ * `npm run bench:hostile`, not asserted here.
+ */
+
+const t = useTestDatabase();
+let server: ServerProcess;
+let hostile: { tenant: TestTenant; camp: CampStructure };
+let other: { tenant: TestTenant; camp: CampStructure };
+
+beforeAll(async () => {
+  hostile = await tenantWithCamp(t(), "hostile");
+  other = await tenantWithCamp(t(), "other");
+  server = await startServerProcess({ DATABASE_URL: t().url });
+}, 120_000);
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+const text = (s: string): Uint8Array<ArrayBuffer> => new TextEncoder().encode(s);
+
+interface Answer {
+  status: number;
+  body: { error?: { code: string; message: string; details: Array<Record<string, unknown>> } };
+}
+
+/**
+ * The hostile request, while the other tenant lists its participants one
+ * request after another; the hostile answer and the other tenant's statuses.
+ */
+async function whileOtherTenantWorks(
+  method: string,
+  path: string,
+  body: Uint8Array<ArrayBuffer>,
+  type: string,
+): Promise<{ answer: Answer; others: number[] }> {
+  const others = whileOtherTenantWaits();
+  try {
+    const res = await fetch(`${server.url}${path}`, {
+      method,
+      headers: { "X-API-Key": hostile.tenant.admin.key, "Content-Type": type },
+      body,
+    });
+    const answer = { status: res.status, body: (await res.json()) as Answer["body"] };
+    return { answer, others: await others.stop() };
+  } finally {
+    await others.stop();
+  }
+}
+
+/**
+ * A request with a chunked body, written on a socket of its own straight to
+ * the server (no proxy): as a careful client does, it stops writing once the
+ * answer comes (a server that refuses a body early may close the connection
+ * while the client is still writing, which fetch reports as a reset).
+ */
+function chunkedRequest(method: string, path: string, type: string, pieces: Uint8Array[]): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(server.port, "127.0.0.1");
+    let received = "";
+    let answered = false;
+    socket.on("data", (data) => {
+      answered = true;
+      received += data.toString("utf8");
+    });
+    socket.on("error", (error) => {
+      if (!answered) reject(error);
+    });
+    socket.on("close", () => {
+      const [head = "", ...rest] = received.split("\r\n\r\n");
+      const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]);
+      const chunkedAnswer = /transfer-encoding: chunked/i.test(head);
+      const payload = chunkedAnswer ? rest.join("\r\n\r\n").replace(/(^|\r\n)[0-9a-f]+\r\n/gi, "") : rest.join("\r\n\r\n");
+      resolve({ status, body: JSON.parse(payload.trim() || "{}") });
+    });
+    socket.write(
+      `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${hostile.tenant.admin.key}\r\n` +
+        `Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+    );
+    const send = (i: number) => {
+      if (answered || socket.destroyed) return;
+      if (i === pieces.length) {
+        socket.write("0\r\n\r\n");
+        return;
+      }
+      const piece = pieces[i] as Uint8Array;
+      socket.write(`${piece.length.toString(16)}\r\n`);
+      socket.write(piece);
+      socket.write("\r\n", () => send(i + 1));
+    };
+    send(0);
+  });
+}
+
+/** The other tenant's requests, one after another, until stopped; their statuses. */
+function whileOtherTenantWaits(): { stop(): Promise<number[]> } {
+  let done = false;
+  const others: number[] = [];
+  const work = (async () => {
+    while (!done || others.length === 0) {
+      try {
+        const res = await fetch(`${server.url}/api/v1/participants?instance_id=${other.camp.instanceId}`, {
+          headers: { "X-API-Key": other.tenant.admin.key },
+        });
+        await res.arrayBuffer();
+        others.push(res.status);
+      } catch (error) {
+        others.push(0);
+        process.stderr.write(
+          `other tenant's request failed: ${(error as Error).cause ?? error}\n${server.stderr().slice(-3000)}\n`,
+        );
+      }
+    }
+  })();
+  return {
+    async stop() {
+      done = true;
+      await work;
+      return others;
+    },
+  };
+}
+
+async function expectAlive(others: number[]) {
+  expect(others.length).toBeGreaterThan(0);
+  expect(others.every((s) => s === 200)).toBe(true);
+  expect((await fetch(`${server.url}/health`)).status).toBe(200);
+  expect(server.child.exitCode).toBeNull();
+}
+
+const importPath = (dryRun = true) =>
+  `/api/v1/participants/import?instance_id=${hostile.camp.instanceId}${dryRun ? "&dry_run=true" : ""}`;
+
+describe("a hostile CSV import", () => {
+  it("of 10 MB of one-character lines stops at the first line past 20,000", async () => {
+    const body = text(`user_id,first_name,surname\n${"a\n".repeat((10_000_000 - 27) / 2)}`);
+    const { answer, others } = await whileOtherTenantWorks("POST", importPath(), body, "text/csv");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.code).toBe("VALIDATION_ERROR");
+    expect(answer.body.error?.details).toEqual([
+      { field: "body", line: MAX_IMPORT_LINES + 2, issue: `more than ${MAX_IMPORT_LINES} lines` },
+    ]);
+    await expectAlive(others);
+  });
+
+  it("of 9.9 MB of commas stops at the first cell past 256", async () => {
+    const { answer, others } = await whileOtherTenantWorks("POST", importPath(), text(",".repeat(9_900_000)), "text/csv");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.details).toEqual([{ field: "body", line: 1, issue: "more than 256 cells" }]);
+    await expectAlive(others);
+  });
+
+  it("of one 10 MB cell, quoted over many lines, stops at the first byte past 64 KB", async () => {
+    const body = text(`user_id,first_name,surname\nu,"${"x\n".repeat(4_000_000)}",s\n`);
+    const { answer, others } = await whileOtherTenantWorks("POST", importPath(false), body, "text/csv");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.details).toEqual([{ field: "body", line: 32_769, issue: "longer than 65536 bytes" }]);
+    await expectAlive(others);
+  });
+
+  it("of blank lines stops at the first line past 40,001", async () => {
+    const body = text(`user_id,first_name,surname\n${",,\n".repeat(3_400_000)}`);
+    const { answer, others } = await whileOtherTenantWorks("POST", importPath(), body, "text/csv");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.details).toEqual([{ field: "body", line: 40_002, issue: "more than 40001 lines" }]);
+    await expectAlive(others);
+  });
+
+  it("sent without Content-Length stops at the first byte past 10 MB with a 413", async () => {
+    // Long lines, so that neither the lines nor the cells limit comes first.
+    let n = 0;
+    const line = () => `u${n++},Ada,${"x".repeat(1000)}\n`;
+    const others = whileOtherTenantWaits();
+    const answer = await chunkedRequest("POST", importPath(), "text/csv", [
+      text("user_id,first_name,surname\n"),
+      ...Array.from({ length: 20 }, () => text(Array.from({ length: 1000 }, line).join(""))),
+    ]);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(413);
+    expect(answer.body.error?.code).toBe("PAYLOAD_TOO_LARGE");
+    expect(answer.body.error?.details).toEqual([{ field: "body", issue: `must be at most ${MAX_IMPORT_BYTES} bytes` }]);
+    await expectAlive(await others.stop());
+  });
+
+  it(`of 20,000 bad lines lists the first ${MAX_LISTED_ISSUES} problems, with their lines`, async () => {
+    const lines = Array.from({ length: MAX_IMPORT_LINES }, (_, n) => `u${n},,,2011-02-30,robot`);
+    const body = text(`user_id,first_name,surname,date_of_birth,gender\n${lines.join("\n")}\n`);
+    const { answer, others } = await whileOtherTenantWorks("POST", importPath(), body, "text/csv");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.message).toBe(
+      `20000 of 20000 lines are invalid; nothing was imported (the first ${MAX_LISTED_ISSUES} of 80000 problems are listed)`,
+    );
+    const details = answer.body.error?.details ?? [];
+    expect(details).toHaveLength(MAX_LISTED_ISSUES);
+    expect(details[0]).toEqual({ line: 2, column: "first_name", field: "first_name", issue: "is required" });
+    expect(details.at(-1)).toMatchObject({ line: 251 });
+    await expectAlive(others);
+  });
+});
