@@ -6,7 +6,9 @@ export default defineConfig({
     globalSetup: ["tests/support/global-setup.ts"],
     // Every answer the tests receive is held to the OpenAPI document (tests/support/contract.ts).
     setupFiles: ["tests/support/contract-setup.ts"],
-    testTimeout: 30_000,
+    // Generous: several tests start real processes (servers, the CLI, an embedded Postgres),
+    // which take many times longer on a loaded 2-core machine. A timeout is a safety net, never a measure.
+    testTimeout: 90_000,
     hookTimeout: 60_000,
     pool: "forks",
   },
