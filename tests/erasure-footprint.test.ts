@@ -196,6 +196,9 @@ describe("erasure", () => {
 
     const storedPhotos = [...store.objects.values()].map((o) => Buffer.from(o.bytes));
     expect(storedPhotos.length).toBe(ids.length);
+    // A replaced photo whose delete failed (photos/service.ts discard) is left under the participant's prefix.
+    const [first] = [...store.objects.keys()];
+    await store.put(`${first?.split("/").slice(0, 2).join("/")}/${"0".repeat(64)}.png`, photo, "image/png");
     const before = await dump();
     expect(found(before, [...marks, DOB]).sort()).toEqual([...marks, DOB].sort());
     // Keyed: create, bulk, dry run and import in each round, a photo and a contact per person (PATCH and PUT store none).

@@ -5,14 +5,14 @@ import { json, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { requireAdmin } from "../http/replay-rules.ts";
 import { describeError, log } from "../log.ts";
-import type { PhotoStore } from "../photos/store.ts";
+import { type PhotoStore, unconfiguredPhotoStore } from "../photos/store.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
 
 /**
  * The right to erasure: POST /api/v1/participants/{id}/erase (admins). The
  * database removes the person's data from the row and from every earlier
  * audit event, and records an `erase` event without values, in one
- * transaction (private.erase_participant); the photo object goes once that
+ * transaction (private.erase_participant); the photo objects go once that
  * has committed. The row keeps its id and instance, so counts and history
  * stay whole.
  */
@@ -37,18 +37,23 @@ export function eraseRoutes(store: PhotoStore) {
     const [erased] = await c
       .get("tenant")
       .run((sql) => sql.query<{ photo_key: string | null }>("select private.erase_participant($1) as photo_key", [id]));
-    const photoKey = erased?.photo_key;
-    if (photoKey) {
-      try {
-        await store.delete(photoKey);
-      } catch (error) {
-        // The row no longer points at it: camp photos sweep removes it.
-        log.warn("erased participant's photo could not be deleted yet", {
-          request_id: c.get("requestId"),
-          ...describeError(error),
-        });
-      }
-    }
+    await deletePhotos(store, `${c.get("principal").tenantId}/${id}/`, erased?.photo_key ?? null, c.get("requestId"));
     return message(c, "participant erased");
   });
+}
+
+/**
+ * Every object under the participant's prefix, not only the current photo: a
+ * replaced photo whose delete failed (photos/service.ts discard) is a copy too.
+ * After the commit, so a failure here leaves objects no row points at, which
+ * `camp photos sweep` removes.
+ */
+async function deletePhotos(store: PhotoStore, prefix: string, current: string | null, requestId: string): Promise<void> {
+  if (store === unconfiguredPhotoStore) return;
+  try {
+    const keys = new Set([...(current ? [current] : []), ...(await store.list(prefix))]);
+    for (const key of keys) await store.delete(key);
+  } catch (error) {
+    log.warn("erased participant's photos could not be deleted yet", { request_id: requestId, ...describeError(error) });
+  }
 }
