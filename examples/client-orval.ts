@@ -47,6 +47,8 @@ console.log(`orval: edit ${edited.status}, stale edit ${stale.status} ${stale.st
 
 const participant = await postParticipants(
   { user_id: `orval-${idempotencyKey.slice(0, 8)}`, instance_id: id, first_name: "Grace", surname: "Hopper" },
+  // The operation's query (override_capacity) comes before the request's options.
+  undefined,
   { headers: auth },
 );
 if (participant.status !== 201) throw new Error(`participant: HTTP ${participant.status}`);
