@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { parse } from "csv-parse/sync";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { addCampStructure } from "./support/camp-structure.ts";
@@ -844,6 +845,64 @@ describe("lists answer every combination of their parameters with the right rows
     );
     // The cases are worth something only if many of them find rows.
     expect(nonEmpty, "runs whose page held rows").toBeGreaterThan(RUNS.numRuns / 8);
+  });
+});
+
+describe("the CSV export", { timeout: 300_000 }, () => {
+  /** The export takes the participant list's filters, and lists the live participants in list order, all of them. */
+  const LIST_ONLY = ["sort", "updated_since", "include_deleted", "severe_allergy", "limit", "offset"];
+  const participants = () => MODELS["GET /api/v1/participants"] as ListModel;
+
+  it("takes the participant list's filters, those the model knows", () => {
+    // biome-ignore lint/suspicious/noExplicitAny: plain JSON
+    const params = (document.paths["/api/v1/participants/export.csv"].get.parameters as any[])
+      .filter((p) => p.in === "query")
+      .map((p) => p.name as string)
+      .sort();
+    expect(params).toEqual(
+      Object.keys(participants().params())
+        .filter((name) => !LIST_ONLY.includes(name))
+        .sort(),
+    );
+  });
+
+  it("exports the right participants, in list order, for any combination of the filters", async () => {
+    const model = participants();
+    const { sort, updated_since, include_deleted, severe_allergy, ...filters } = model.params();
+    const anchors = (await model.rows()).sort((a, b) => compareValues(anchorKey(a), anchorKey(b), "text"));
+    const fields = model.anchored ?? [];
+    let nonEmpty = 0;
+    const query = fc
+      .tuple(
+        fc.record(filters),
+        fc.constantFrom(...anchors),
+        fc.array(fc.boolean(), { minLength: fields.length, maxLength: fields.length }),
+      )
+      .map(([q, anchor, take]) => {
+        const anchoredQuery: Query = { ...(q as Query) };
+        for (const [i, field] of fields.entries()) {
+          anchoredQuery[field] = take[i] && anchor[field] !== null ? String(anchor[field]) : undefined;
+        }
+        return anchoredQuery;
+      });
+    await fc.assert(
+      fc.asyncProperty(query, async (q) => {
+        const url = `/api/v1/participants/export.csv?${queryString(q)}`;
+        const res = await call(app, "GET", url, admin);
+        expect(res.status, `${url}: ${String(res.body).slice(0, 300)}`).toBe(200);
+        expect((await call(app, "HEAD", url, admin)).status, `HEAD ${url}`).toBe(200);
+        const exported = (parse(String(res.body), { columns: true, bom: true }) as Array<{ id: string }>).map((row) => row.id);
+        const expected = sortRows(
+          (await model.rows()).filter((row) => model.matches(row, q)),
+          model,
+          undefined,
+        ).map((row) => row.id);
+        expect(exported, url).toEqual(expected);
+        if (expected.length > 0) nonEmpty++;
+      }),
+      { ...RUNS, numRuns: 40 },
+    );
+    expect(nonEmpty, "exports that held rows").toBeGreaterThan(40 / 8);
   });
 });
 
