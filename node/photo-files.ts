@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { Dirent } from "node:fs";
-import { access, constants, mkdir, open, readdir, rename, rm } from "node:fs/promises";
+import { access, constants, mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { Readable } from "node:stream";
 import { assertPhotoKey, type PhotoStore, PhotoStoreError, type StoreHealth } from "../functions/photos/store.ts";
@@ -71,6 +71,36 @@ export class FilePhotoStore implements PhotoStore {
     } catch (error) {
       throw failed("delete", error);
     }
+  }
+
+  async removeAbandoned(olderThanMs: number, dryRun: boolean): Promise<string[]> {
+    const cutoff = Date.now() - olderThanMs;
+    const found: string[] = [];
+    const walk = async (dir: string): Promise<void> => {
+      let entries: Dirent[];
+      try {
+        entries = await readdir(dir, { withFileTypes: true });
+      } catch (error) {
+        if (isMissing(error)) return;
+        throw failed("list", error);
+      }
+      for (const entry of entries) {
+        const path = join(dir, entry.name);
+        if (entry.isDirectory()) await walk(path);
+        else if (entry.name.endsWith(TEMP_SUFFIX)) {
+          // A write in progress renames its file within moments; one this old belongs to a process that died.
+          const written = await stat(path).then(
+            (s) => s.mtimeMs,
+            () => Number.POSITIVE_INFINITY,
+          );
+          if (written >= cutoff) continue;
+          if (!dryRun) await rm(path, { force: true });
+          found.push(relative(this.root, path).split(sep).join("/"));
+        }
+      }
+    };
+    await walk(this.root);
+    return found.sort();
   }
 
   async list(prefix: string): Promise<string[]> {

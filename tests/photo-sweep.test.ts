@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -61,6 +61,30 @@ describe("camp photos sweep", () => {
     expect(real.deleted).toBeGreaterThanOrEqual(1);
     expect(clean.objects.has(first)).toBe(false);
     expect(clean.objects.has(second)).toBe(true);
+  });
+
+  it("removes a file store's temporary file that a crashed write left (a copy of a photo under no key), not one being written", async () => {
+    const root = await mkdtemp(join(tmpdir(), "camp-sweep-tmp-"));
+    try {
+      const store = new FilePhotoStore(root);
+      const folder = join(root, tenant.tenantId, "00000000-0000-4000-8000-000000000001");
+      await mkdir(folder, { recursive: true });
+      const crashed = join(folder, `${"a".repeat(64)}.png.1a2b3c.tmp`);
+      const writing = join(folder, `${"b".repeat(64)}.png.4d5e6f.tmp`);
+      await writeFile(crashed, await image("png"));
+      await writeFile(writing, await image("png"));
+      const twoHoursAgo = new Date(Date.now() - 2 * 3_600_000);
+      await utimes(crashed, twoHoursAgo, twoHoursAgo);
+
+      const dry = await sweepPhotos(t().db, store, { dryRun: true, olderThanDays: 30 });
+      expect(dry.abandoned).toEqual([crashed.slice(root.length + 1)]);
+      expect((await readdir(folder)).length).toBe(2);
+      const real = await sweepPhotos(t().db, store, { olderThanDays: 30 });
+      expect(real.abandoned).toEqual([crashed.slice(root.length + 1)]);
+      expect(await readdir(folder)).toEqual([writing.slice(folder.length + 1)]);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it("deletes the photos of participants deleted longer ago than the retention, and keeps the others", async () => {

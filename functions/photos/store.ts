@@ -17,6 +17,12 @@ export interface PhotoStore {
   list(prefix: string): Promise<string[]>;
   /** Whether the store works as configured, without changing anything. */
   health(): Promise<StoreHealth>;
+  /**
+   * Partial writes a crash left behind that are older than `olderThanMs`
+   * (a file store's temporary files: a photo's bytes, under no key), removed
+   * unless `dryRun`; returns their paths. Stores that write atomically have none.
+   */
+  removeAbandoned?(olderThanMs: number, dryRun: boolean): Promise<string[]>;
 }
 
 /**

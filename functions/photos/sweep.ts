@@ -18,6 +18,8 @@ export interface SweepReport {
   orphaned: string[];
   /** Photos of participants deleted longer than the retention period ago. */
   expired: string[];
+  /** Partial writes of crashed uploads (a file store's temporary files), by path. */
+  abandoned: string[];
   deleted: number;
   failed: Array<{ key: string; error: string }>;
   dry_run: boolean;
@@ -25,6 +27,8 @@ export interface SweepReport {
 
 /** An upload intent older than this is a crashed upload, not one in progress. */
 const UPLOAD_INTENT_HOURS = 24;
+/** A temporary file is renamed into place within moments of being written; one an hour old is a crashed write's. */
+const ABANDONED_WRITE_MS = 3_600_000;
 
 /**
  * Deletes the photo objects no live participant points at. Safe beside a
@@ -55,6 +59,7 @@ export async function sweepPhotos(db: Database, store: PhotoStore, options: Swee
     kept: listed.length - orphaned.length - expired.length,
     orphaned,
     expired,
+    abandoned: (await store.removeAbandoned?.(ABANDONED_WRITE_MS, Boolean(options.dryRun))) ?? [],
     deleted: 0,
     failed: [],
     dry_run: Boolean(options.dryRun),
