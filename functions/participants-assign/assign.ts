@@ -1,4 +1,4 @@
-import type { Sql } from "../db/database.ts";
+import { REQUEST_PLAN_CACHE_MODE, type Sql } from "../db/database.ts";
 import { fromPgError, isRetryable } from "../db/pg-errors.ts";
 import { ApiError, conflict, type FieldIssue } from "../errors.ts";
 import { fieldIssues } from "../http/validation.ts";
@@ -97,8 +97,12 @@ export async function assignParticipants(sql: Sql, raw: unknown[], options: Assi
   // First, so that a staff caller asking for it is refused (403) whatever the entries.
   if (options.overrideCapacity) await overrideCapacity(sql);
   const { entries, issues } = validateEntries(raw);
+  // Planned for their values, as bulk create's reads are (create-many.ts): a generic plan of
+  // `= any($array)` cannot hash the list, and compares every row of the tenant with every id.
+  await sql.query("set local plan_cache_mode = force_custom_plan");
   const current = await lockParticipants(sql, [...new Set(entries.map((e) => e.input.participant_id.toLowerCase()))]);
   const structure = await findStructure(sql, referencedIds(entries, current.values()), []);
+  await sql.query(`set local plan_cache_mode = ${REQUEST_PLAN_CACHE_MODE}`);
   const plan = planAssignments(entries, current, structure);
   const changes = plan.planned.filter((p) => p.changed);
 
