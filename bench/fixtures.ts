@@ -45,8 +45,10 @@ export async function loadFixtures(databaseUrl: string, seed: SeedFile): Promise
          from public.instances i
          left join lateral (select id, parent_supergroup_id from public.subgroups
                             where instance_id = i.id and deleted_at is null limit 1) s on true
+         -- The room without a limit (bench/seed-data.ts): writes never meet a full room.
          left join lateral (select id, block_id, room_number from public.rooms
-                            where instance_id = i.id and deleted_at is null limit 1) r on true
+                            where instance_id = i.id and deleted_at is null
+                            order by capacity is null desc, room_number limit 1) r on true
          where i.tenant_id = $1 and i.deleted_at is null and i.status <> 'archived'`,
         [tenant.id],
       );
