@@ -35,7 +35,7 @@ interface Context {
   url: string;
   key: string;
   instanceId: string;
-  photoTarget: string;
+  otherTarget: string;
 }
 
 interface Hostile {
@@ -151,6 +151,8 @@ interface Figures {
   other_tenant_max_ms: number;
   other_tenant_median_ms: number;
   other_tenant_failures: number;
+  /** The other tenant's slowest answer in the 1.5 s before the hostile request. */
+  other_tenant_alone_max_ms?: number;
   alive_after: boolean;
 }
 
@@ -198,6 +200,10 @@ async function startServer(checkout: string, databaseUrl: string) {
   throw new Error(`server did not start: ${stderr}`);
 }
 
+async function* listed(pieces: Uint8Array[]): AsyncGenerator<Uint8Array> {
+  yield* pieces;
+}
+
 function streamOf(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array> {
   return new ReadableStream({
     async pull(controller) {
@@ -208,9 +214,17 @@ function streamOf(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array
   });
 }
 
-async function send(c: Context, hostile: Hostile): Promise<number | string> {
+/** The body made before the clock starts: making it would hold up this process's own requests of the other tenant. */
+async function prepare(hostile: Hostile): Promise<Uint8Array | Uint8Array[] | undefined> {
   const made = hostile.method === "GET" ? undefined : hostile.body();
-  const body = made === undefined ? undefined : made instanceof Uint8Array ? made : streamOf(made());
+  if (made === undefined || made instanceof Uint8Array) return made;
+  const pieces: Uint8Array[] = [];
+  for await (const piece of made()) pieces.push(piece);
+  return pieces;
+}
+
+async function send(c: Context, hostile: Hostile, made: Uint8Array | Uint8Array[] | undefined): Promise<number | string> {
+  const body = made === undefined ? undefined : made instanceof Uint8Array ? made : streamOf(listed(made));
   try {
     const response = await fetch(`${c.url}${hostile.path(c)}`, {
       method: hostile.method,
@@ -232,8 +246,17 @@ async function runCase(checkout: string, databaseUrl: string, a: Context, b: Con
   const ctxA = { ...a, url: server.url };
   const ctxB = { ...b, url: server.url };
   // Warm both paths so the figures are of the hostile body, not of first use.
-  for (let i = 0; i < 5; i++) await fetch(`${server.url}${b.photoTarget}`, { headers: { "X-API-Key": b.key } });
+  for (let i = 0; i < 5; i++) await fetch(`${server.url}${b.otherTarget}`, { headers: { "X-API-Key": b.key } });
   await new Promise((r) => setTimeout(r, 500));
+  const made = await prepare(hostile);
+  // The other tenant alone first: this machine's noise, to read the figures under load against.
+  const idle: number[] = [];
+  for (const until = performance.now() + 1500; performance.now() < until; ) {
+    const started = performance.now();
+    await (await fetch(`${server.url}${b.otherTarget}`, { headers: { "X-API-Key": b.key } })).arrayBuffer();
+    idle.push(performance.now() - started);
+    await new Promise((r) => setTimeout(r, 20));
+  }
   const before = rssMb(pid);
   let peak = before;
   const sampler = setInterval(() => {
@@ -246,7 +269,7 @@ async function runCase(checkout: string, databaseUrl: string, a: Context, b: Con
     while (!done) {
       const started = performance.now();
       try {
-        const r = await fetch(`${server.url}${b.photoTarget}`, {
+        const r = await fetch(`${server.url}${b.otherTarget}`, {
           headers: { "X-API-Key": b.key },
           signal: AbortSignal.timeout(120_000),
         });
@@ -260,7 +283,7 @@ async function runCase(checkout: string, databaseUrl: string, a: Context, b: Con
     }
   })();
   const started = performance.now();
-  const status = await send(ctxA, hostile);
+  const status = await send(ctxA, hostile, made);
   const seconds = (performance.now() - started) / 1000;
   await new Promise((r) => setTimeout(r, 300));
   done = true;
@@ -282,6 +305,7 @@ async function runCase(checkout: string, databaseUrl: string, a: Context, b: Con
     other_tenant_max_ms: Math.round(sorted.at(-1) ?? 0),
     other_tenant_median_ms: Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0),
     other_tenant_failures: failures,
+    other_tenant_alone_max_ms: Math.round(Math.max(...idle)),
     alive_after: alive,
   };
 }
@@ -322,8 +346,8 @@ async function main() {
       }
     });
     const target = `/api/v1/participants?instance_id=${victimCamp.instanceId}&limit=50`;
-    const a: Context = { url: "", key: hostile.key, instanceId: hostileCamp.instanceId, photoTarget: target };
-    const b: Context = { url: "", key: victim.key, instanceId: victimCamp.instanceId, photoTarget: target };
+    const a: Context = { url: "", key: hostile.key, instanceId: hostileCamp.instanceId, otherTarget: target };
+    const b: Context = { url: "", key: victim.key, instanceId: victimCamp.instanceId, otherTarget: target };
     log(`checkout ${checkout}; load average before: ${load()}`);
     for (const [name, hostileCase] of Object.entries(CASES)) {
       if (only && !only.includes(name)) continue;
@@ -338,7 +362,7 @@ async function main() {
   const earlier: Record<string, Figures> = compare ? JSON.parse(readFileSync(compare, "utf8")).results : {};
   const row = (name: string, f: Figures | undefined) =>
     f
-      ? `${f.status} in ${f.seconds} s; RSS ${f.rss_before_mb}→${f.rss_peak_mb} MB; other tenant max ${f.other_tenant_max_ms} ms (median ${f.other_tenant_median_ms}), ${f.other_tenant_failures} failed; ${f.alive_after ? "alive" : "DEAD"}`
+      ? `${f.status} in ${f.seconds} s; RSS ${f.rss_before_mb}→${f.rss_peak_mb} MB; other tenant max ${f.other_tenant_max_ms} ms (median ${f.other_tenant_median_ms}; alone before: max ${f.other_tenant_alone_max_ms ?? "?"}), ${f.other_tenant_failures} failed; ${f.alive_after ? "alive" : "DEAD"}`
       : `${name}: not run`;
   for (const [name, f] of Object.entries(results)) {
     process.stdout.write(`${name}\n  now:     ${row(name, f)}\n`);

@@ -1,5 +1,7 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { JSON_BODY_LIMIT } from "../functions/http/body-policy.ts";
+import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../functions/http/json-shape.ts";
 import { MAX_IMPORT_BYTES, MAX_IMPORT_LINES } from "../functions/participants-bulk/csv-import.ts";
 import { MAX_LISTED_ISSUES } from "../functions/participants-bulk/import.ts";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
@@ -206,6 +208,42 @@ describe("a hostile CSV import", () => {
     expect(details).toHaveLength(MAX_LISTED_ISSUES);
     expect(details[0]).toEqual({ line: 2, column: "first_name", field: "first_name", issue: "is required" });
     expect(details.at(-1)).toMatchObject({ line: 251 });
+    await expectAlive(others);
+  });
+});
+
+describe("a hostile JSON body", () => {
+  it("of 5 MB holding an array of 2.6 million zeros is refused before it is parsed", async () => {
+    const body = text(`{"participants":[${"0,".repeat(2_600_000)}0]}`);
+    const { answer, others } = await whileOtherTenantWorks("POST", "/api/v1/participants/bulk", body, "application/json");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.details).toEqual([{ field: "body", issue: `holds more than ${MAX_JSON_VALUES} values` }]);
+    await expectAlive(others);
+  });
+
+  it("of 1 MB of nesting is refused before it is parsed", async () => {
+    const body = text(`{"name":${"[".repeat(1_048_000)}`);
+    const { answer, others } = await whileOtherTenantWorks("POST", "/api/v1/instances", body, "application/json");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.details).toEqual([{ field: "body", issue: `is nested deeper than ${MAX_JSON_DEPTH} levels` }]);
+    await expectAlive(others);
+  });
+
+  it("sent without Content-Length stops at the first byte past 1 MB with a 413", async () => {
+    const others = whileOtherTenantWaits();
+    const pieces = [text('{"name":"'), ...Array.from({ length: 20 }, () => text("x".repeat(1_048_576)))];
+    const answer = await chunkedRequest("POST", "/api/v1/instances", "application/json", pieces);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(413);
+    expect(answer.body.error?.details).toEqual([{ field: "body", issue: `must be at most ${JSON_BODY_LIMIT} bytes` }]);
+    await expectAlive(await others.stop());
+  });
+
+  it("of 1,000 bulk rows with every field wrong is answered with each row's problems", async () => {
+    const row = { instance_id: "nope", user_id: "", first_name: "\u0001", surname: "\u0001", gender: "robot" };
+    const body = text(JSON.stringify({ participants: Array.from({ length: 1000 }, () => row) }));
+    const { answer, others } = await whileOtherTenantWorks("POST", "/api/v1/participants/bulk", body, "application/json");
+    expect(answer.status).toBe(400);
+    expect(answer.body.error?.details.length).toBeGreaterThanOrEqual(1000);
     await expectAlive(others);
   });
 });

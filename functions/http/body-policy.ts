@@ -1,6 +1,7 @@
 import { bodyLimit } from "hono/body-limit";
 import { createMiddleware } from "hono/factory";
 import { ApiError } from "../errors.ts";
+import { checkJsonShape } from "./json-shape.ts";
 
 /** What request bodies a path accepts. */
 export interface BodyRule {
@@ -65,11 +66,20 @@ export function bodyPolicy(special: BodyRule[]) {
         issue: `must be at most ${rule.maxBytes} bytes`,
       });
     };
+    // JSON bodies: their shape is checked before any JSON.parse (json-shape.ts);
+    // the text is kept by Hono for the route's validator, so it is read once.
+    const then =
+      mediaType === "application/json"
+        ? async () => {
+            await checkJsonShape(await c.req.text());
+            await next();
+          }
+        : next;
     const length = headers.get("content-length");
     if (length !== null && !headers.has("transfer-encoding")) {
-      return Number(length) > rule.maxBytes ? tooLarge() : next();
+      return Number(length) > rule.maxBytes ? tooLarge() : then();
     }
     if (rule.countsItsOwnBytes) return next();
-    return bodyLimit({ maxSize: rule.maxBytes, onError: tooLarge })(c, next);
+    return bodyLimit({ maxSize: rule.maxBytes, onError: tooLarge })(c, then);
   });
 }
