@@ -43,7 +43,7 @@ const create = createRoute(
     path: "/",
     summary: "Create a participant",
     description:
-      "Creates a participant: 201 with the participant as stored (full_name generated when not given, supergroup and block filled from subgroup and room, computed names), its ETag and its Location.",
+      "Creates a participant: 201 with the participant as stored (full_name generated when not given, supergroup and block filled from subgroup and room, computed names), its ETag and its Location. A room already at its capacity is 409 naming the room, its capacity and occupancy (an admin may pass override_capacity=true).",
     tags,
     etag: true,
     request: { query: OverrideCapacityQuery, ...body(CreateBody) },
@@ -87,7 +87,7 @@ const update = (method: "put" | "patch") =>
       path: "/{id}",
       summary: `${method === "put" ? "Replace" : "Update"} a participant`,
       description:
-        "Changes only the fields sent (PUT and PATCH alike); fields of the participant as read (id, timestamps, computed names, photo_link) may be sent back and are ignored. With the ETag you read in If-Match, a change made meanwhile is refused with 412.",
+        "Changes only the fields sent (PUT and PATCH alike); fields of the participant as read (id, timestamps, computed names, photo_link) may be sent back and are ignored. With the ETag you read in If-Match, a change made meanwhile is refused with 412. Moving into a room at its capacity is 409 naming the room, its capacity and occupancy (an admin may pass override_capacity=true).",
       tags,
       etag: true,
       errors: [409],
