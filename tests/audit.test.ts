@@ -184,9 +184,20 @@ describe("audit events", () => {
     await client.connect();
     try {
       const other = await newTenant(t().db);
+      const edited = await call(app, "PATCH", `/api/v1/instances/${camp.instanceId}`, {
+        key: tenant.admin.key,
+        body: { description: "seen by reporting" },
+        headers: { "X-Request-Id": "req-reporting-1" },
+      });
+      expect(edited.status).toBe(200);
       const rows = (await client.query("select distinct resource_id from reporting.audit_events")).rows.map((r) => r.resource_id);
       expect(rows).toContain(camp.instanceId);
       expect(rows).not.toContain(other.admin.userId);
+      // The server's request id and, beside it, the client's own.
+      const tagged = await client.query(
+        "select request_id, client_request_id from reporting.audit_events where client_request_id = 'req-reporting-1'",
+      );
+      expect(tagged.rows).toEqual([{ request_id: edited.headers.get("x-request-id"), client_request_id: "req-reporting-1" }]);
     } finally {
       await client.end();
       await t()
