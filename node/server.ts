@@ -71,7 +71,8 @@ export async function startServer(env: Record<string, string | undefined> = proc
   };
 
   try {
-    const database = await resolveDatabase(config);
+    // The embedded cluster out of reach of a terminal's Ctrl-C: the handlers below stop it after the drain.
+    const database = await resolveDatabase(config, { ownProcessGroup: true });
     undo.push(() => database.stop());
     if (database.embedded && !database.owned) say("using the embedded Postgres already running under DATA_DIR");
     let stopping = false;
@@ -79,8 +80,8 @@ export async function startServer(env: Record<string, string | undefined> = proc
       max: config.DB_POOL_SIZE,
       prepare: config.DB_PREPARED_STATEMENTS,
       connectTimeoutMs: config.DB_CONNECT_TIMEOUT_MS,
-      // A terminal's Ctrl-C reaches the embedded Postgres too, which then ends the
-      // idle connections while the server stops: expected, not a warning.
+      // A database stopped along with the server (a process manager that signals
+      // every process of the service) ends the idle connections: expected, not a warning.
       onConnectionError: (error) => {
         if (!stopping) logConnectionError(error);
       },

@@ -3,7 +3,10 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { Database } from "../functions/db/database.ts";
+import { createTenant } from "../functions/tenants/provisioning.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { ROOT } from "./support/processes.ts";
 import { freePort } from "./support/server-process.ts";
@@ -176,6 +179,59 @@ describe("stopping on the embedded database", { timeout: 150_000 }, () => {
       expect(existsSync(join(dataDir, "server.pid"))).toBe(false);
     },
   );
+});
+
+describe("Ctrl-C on the embedded database", { timeout: 150_000 }, () => {
+  it("lets a write in flight finish: the embedded Postgres, in a process group of its own, is stopped after the drain", async () => {
+    const started = await start("npm start", { DATABASE_URL: "", DATA_DIR: dataDir, SHUTDOWN_TIMEOUT_MS: "20000" });
+    const password = readFileSync(join(dataDir, "postgres.password"), "utf8").trim();
+    const port = readFileSync(join(dataDir, "postgres.port"), "utf8").trim();
+    const url = `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/camp`;
+    const db = new Database(url, { max: 2 });
+    const gate = new pg.Client({ connectionString: url });
+    gate.on("error", () => {});
+    try {
+      const { api_key: key } = await createTenant(db, "Signals", `admin-${Date.now()}@example.test`);
+      const post = (path: string, body: unknown) =>
+        fetch(`http://127.0.0.1:${started.port}${path}`, {
+          method: "POST",
+          headers: { "X-API-Key": key, "Content-Type": "application/json" },
+          body: JSON.stringify(body),
+        });
+      const instance = await (await post("/api/v1/instances", { name: "Drain" })).json();
+      await gate.connect();
+      // The write waits on this lock, so it is surely in flight when the terminal's Ctrl-C comes.
+      await gate.query("begin; lock table public.participants in exclusive mode");
+      const write = post("/api/v1/participants", {
+        user_id: "ctrl-c",
+        instance_id: instance.data.id,
+        first_name: "Ada",
+        surname: "Drain",
+      });
+      for (const deadline = Date.now() + 20_000; ; ) {
+        const waiting = await db.pool.query(
+          "select count(*)::int as n from pg_stat_activity where datname = 'camp' and wait_event_type = 'Lock'",
+        );
+        if (waiting.rows[0].n > 0) break;
+        if (Date.now() > deadline) throw new Error("the write never reached the database");
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      process.kill(-(started.child.pid as number), "SIGINT");
+      await new Promise((r) => setTimeout(r, 500));
+      // (In the server's process group, Postgres took the Ctrl-C too and had already ended this session.)
+      await gate.query("commit").catch(() => {});
+      const answer = await write;
+      expect(answer.status, await answer.clone().text()).toBe(201);
+      await gate.end();
+      await db.close();
+      expect(await started.exited).toEqual({ code: 0, signal: null });
+      expect(existsSync(join(dataDir, "postgres", "postmaster.pid"))).toBe(false);
+    } finally {
+      await gate.end().catch(() => {});
+      await db.close().catch(() => {});
+      killGroup(started.child);
+    }
+  });
 });
 
 describe("stopping on DATABASE_URL", { timeout: 120_000 }, () => {
