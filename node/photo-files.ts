@@ -76,51 +76,46 @@ export class FilePhotoStore implements PhotoStore {
   async removeAbandoned(olderThanMs: number, dryRun: boolean): Promise<string[]> {
     const cutoff = Date.now() - olderThanMs;
     const found: string[] = [];
-    const walk = async (dir: string): Promise<void> => {
-      let entries: Dirent[];
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch (error) {
-        if (isMissing(error)) return;
-        throw failed("list", error);
-      }
-      for (const entry of entries) {
-        const path = join(dir, entry.name);
-        if (entry.isDirectory()) await walk(path);
-        else if (entry.name.endsWith(TEMP_SUFFIX)) {
-          // A write in progress renames its file within moments; one this old belongs to a process that died.
-          const written = await stat(path).then(
-            (s) => s.mtimeMs,
-            () => Number.POSITIVE_INFINITY,
-          );
-          if (written >= cutoff) continue;
-          if (!dryRun) await rm(path, { force: true });
-          found.push(relative(this.root, path).split(sep).join("/"));
-        }
-      }
-    };
-    await walk(this.root);
+    for await (const path of this.files()) {
+      if (!path.endsWith(TEMP_SUFFIX)) continue;
+      // A write in progress renames its file within moments; one this old belongs to a process that died.
+      const written = await stat(path).then(
+        (s) => s.mtimeMs,
+        () => Number.POSITIVE_INFINITY,
+      );
+      if (written >= cutoff) continue;
+      if (!dryRun) await rm(path, { force: true });
+      found.push(this.keyOf(path));
+    }
     return found.sort();
   }
 
   async list(prefix: string): Promise<string[]> {
     const keys: string[] = [];
-    const walk = async (dir: string): Promise<void> => {
-      let entries: Dirent[];
-      try {
-        entries = await readdir(dir, { withFileTypes: true });
-      } catch (error) {
-        if (isMissing(error)) return;
-        throw failed("list", error);
-      }
-      for (const entry of entries) {
-        const path = join(dir, entry.name);
-        if (entry.isDirectory()) await walk(path);
-        else if (!entry.name.endsWith(TEMP_SUFFIX)) keys.push(relative(this.root, path).split(sep).join("/"));
-      }
-    };
-    await walk(this.root);
+    for await (const path of this.files()) {
+      if (!path.endsWith(TEMP_SUFFIX)) keys.push(this.keyOf(path));
+    }
     return keys.filter((key) => key.startsWith(prefix)).sort();
+  }
+
+  /** Every file under the root, temporary ones included; a directory removed meanwhile is skipped. */
+  private async *files(dir = this.root): AsyncGenerator<string> {
+    let entries: Dirent[];
+    try {
+      entries = await readdir(dir, { withFileTypes: true });
+    } catch (error) {
+      if (isMissing(error)) return;
+      throw failed("list", error);
+    }
+    for (const entry of entries) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) yield* this.files(path);
+      else yield path;
+    }
+  }
+
+  private keyOf(path: string): string {
+    return relative(this.root, path).split(sep).join("/");
   }
 
   /** Ok when the directory exists (or can be made) and the service may write in it. */
