@@ -69,7 +69,13 @@ async function whileOtherTenantWorks(
  * answer comes (a server that refuses a body early may close the connection
  * while the client is still writing, which fetch reports as a reset).
  */
-function chunkedRequest(method: string, path: string, type: string, pieces: Uint8Array[]): Promise<Answer> {
+function chunkedRequest(
+  method: string,
+  path: string,
+  type: string,
+  pieces: Uint8Array[],
+  extraHeaders = "",
+): Promise<Answer & { unsent: number }> {
   return new Promise((resolve, reject) => {
     const socket = connect(server.port, "127.0.0.1");
     let received = "";
@@ -86,13 +92,15 @@ function chunkedRequest(method: string, path: string, type: string, pieces: Uint
       const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]);
       const chunkedAnswer = /transfer-encoding: chunked/i.test(head);
       const payload = chunkedAnswer ? rest.join("\r\n\r\n").replace(/(^|\r\n)[0-9a-f]+\r\n/gi, "") : rest.join("\r\n\r\n");
-      resolve({ status, body: JSON.parse(payload.trim() || "{}") });
+      resolve({ status, body: JSON.parse(payload.trim() || "{}"), unsent: pieces.length - written });
     });
     socket.write(
       `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-API-Key: ${hostile.tenant.admin.key}\r\n` +
-        `Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+        `Content-Type: ${type}\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n${extraHeaders}\r\n`,
     );
+    let written = 0;
     const send = (i: number) => {
+      written = i;
       if (answered || socket.destroyed) return;
       if (i === pieces.length) {
         socket.write("0\r\n\r\n");
@@ -193,6 +201,25 @@ describe("a hostile CSV import", () => {
     expect(answer.status, JSON.stringify(answer.body)).toBe(413);
     expect(answer.body.error?.code).toBe("PAYLOAD_TOO_LARGE");
     expect(answer.body.error?.details).toEqual([{ field: "body", issue: `must be at most ${MAX_IMPORT_BYTES} bytes` }]);
+    await expectAlive(await others.stop());
+  });
+
+  it("sent without Content-Length and with an Idempotency-Key stops at the first byte past 10 MB too", async () => {
+    // The idempotency check hashes the whole body: it must not read past the limit either.
+    const line = `u,Ada,${"x".repeat(1000)}\n`;
+    const piece = text(line.repeat(1000));
+    const others = whileOtherTenantWaits();
+    const answer = await chunkedRequest(
+      "POST",
+      importPath(),
+      "text/csv",
+      [text("user_id,first_name,surname\n"), ...Array.from({ length: 100 }, () => piece)],
+      `Idempotency-Key: hostile-${Date.now()}\r\n`,
+    );
+    expect(answer.status, JSON.stringify(answer.body)).toBe(413);
+    expect(answer.body.error?.code).toBe("PAYLOAD_TOO_LARGE");
+    // Answered while most of the 100 MB was still to be sent: nothing read it to its end.
+    expect(answer.unsent).toBeGreaterThan(50);
     await expectAlive(await others.stop());
   });
 

@@ -79,7 +79,43 @@ export function bodyPolicy(special: BodyRule[]) {
     if (length !== null && !headers.has("transfer-encoding")) {
       return Number(length) > rule.maxBytes ? tooLarge() : then();
     }
-    if (rule.countsItsOwnBytes) return next();
+    if (rule.countsItsOwnBytes) {
+      // Counted as it streams, unbuffered: whoever reads it (the route, or the
+      // idempotency check hashing it whole) stops at the first byte past the limit.
+      const body = c.req.raw.body;
+      if (body) {
+        c.req.raw = new Request(c.req.raw, { body: counted(body, rule.maxBytes, tooLarge), duplex: "half" } as RequestInit);
+      }
+      return next();
+    }
     return bodyLimit({ maxSize: rule.maxBytes, onError: tooLarge })(c, then);
+  });
+}
+
+/**
+ * The body as it streams, failing at the first chunk past `maxBytes`. The
+ * source is let go rather than cancelled when it fails: cancelling destroys
+ * the connection before the 413 is written, while the HTTP server discards
+ * what is left after the answer.
+ */
+function counted(body: ReadableStream<Uint8Array>, maxBytes: number, tooLarge: () => never): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let total = 0;
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (done) return controller.close();
+      total += value.byteLength;
+      if (total <= maxBytes) return controller.enqueue(value);
+      reader.releaseLock();
+      try {
+        tooLarge();
+      } catch (error) {
+        controller.error(error);
+      }
+    },
+    cancel() {
+      reader.releaseLock();
+    },
   });
 }
