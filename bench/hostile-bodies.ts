@@ -1,8 +1,12 @@
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Database } from "../functions/db/database.ts";
+import { MAX_PHOTO_BYTES, MAX_PHOTO_FRAMES } from "../functions/photos/limits.ts";
+import { gifOfEmptyComments, pngOfEmptyChunks } from "../tests/support/images.ts";
 import { addCamp, benchTenant, dropScratch, load, log, participant, scratchDatabase } from "./bulk-support.ts";
 
 /**
@@ -25,6 +29,8 @@ import { addCamp, benchTenant, dropScratch, load, log, participant, scratchDatab
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 const HEAP_MB = Number(process.env.HEAP_MB ?? 1536);
 const MB = 1_048_576;
+/** The servers' photo store (DATA_DIR/photos), removed at the end. */
+const DATA_DIR = mkdtempSync(join(tmpdir(), "bench-hostile-"));
 
 const arg = (name: string) => {
   const at = process.argv.indexOf(`--${name}`);
@@ -43,7 +49,7 @@ interface Hostile {
   path: (c: Context) => string;
   type: string;
   /** The body, or a generator of chunks sent without Content-Length. */
-  body: () => Uint8Array | (() => AsyncGenerator<Uint8Array>);
+  body: () => Uint8Array | Promise<Uint8Array> | (() => AsyncGenerator<Uint8Array>);
 }
 
 const text = (s: string) => new TextEncoder().encode(s);
@@ -53,6 +59,16 @@ const importPath = (dry: boolean) => (c: Context) => `/api/v1/participants/impor
 const BAD_HEADER =
   "user_id,first_name,surname,date_of_birth,gender,status,arrival_date,departure_date,email,phone,super_group_id,room_id";
 const badLine = (n: number) => `,${"\u0001"},${"\u0001"},2011-02-30,robot,gone,x,y,not-an-email,abc,nope,nope-${n}`;
+
+/** A multipart body of one `photo` part; the boundary is fixed so that the case's type can name it. */
+const BOUNDARY = "----bench-hostile-photo";
+const PHOTO_TYPE = `multipart/form-data; boundary=${BOUNDARY}`;
+const photoHead = (type: string) =>
+  text(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="photo"; filename="p"\r\nContent-Type: ${type}\r\n\r\n`);
+const photoTail = text(`\r\n--${BOUNDARY}--\r\n`);
+const photoBody = (type: string, photo: Uint8Array) => Buffer.concat([photoHead(type), photo, photoTail]);
+/** A participant of the hostile tenant's camp (seeded below as p-0 … p-19999). */
+const photoPath = () => "/api/v1/photos/user/p-0";
 
 const CASES: Record<string, Hostile> = {
   // Issue 27's first finding: ~10 MB of one-character lines.
@@ -135,6 +151,31 @@ const CASES: Record<string, Hostile> = {
         for (let i = 0; i < 50; i++) yield text("x".repeat(MB));
       },
   },
+  "photo-chunked-50mb": {
+    method: "POST",
+    path: photoPath,
+    type: PHOTO_TYPE,
+    body: () =>
+      async function* () {
+        yield photoHead("image/png");
+        for (let i = 0; i < 50; i++) yield new Uint8Array(MB);
+        yield photoTail;
+      },
+  },
+  // The most chunks (12 bytes each) a 5 MB PNG can make the metadata walker visit.
+  "photo-png-empty-chunks": {
+    method: "POST",
+    path: photoPath,
+    type: PHOTO_TYPE,
+    body: async () => photoBody("image/png", (await pngOfEmptyChunks(MAX_PHOTO_BYTES)).photo),
+  },
+  // The most frames allowed, and the most blocks (3-byte comments) a 5 MB GIF can hold besides.
+  "photo-gif-empty-comments": {
+    method: "POST",
+    path: photoPath,
+    type: PHOTO_TYPE,
+    body: () => photoBody("image/gif", gifOfEmptyComments(MAX_PHOTO_BYTES, MAX_PHOTO_FRAMES).photo),
+  },
   "export-20000-rows": {
     method: "GET",
     path: (c) => `/api/v1/participants/export.csv?instance_id=${c.instanceId}`,
@@ -179,7 +220,14 @@ async function startServer(checkout: string, databaseUrl: string) {
   const port = await freePort();
   const child = spawn(process.execPath, [`--max-old-space-size=${HEAP_MB}`, "--import", "tsx", "node/server.ts"], {
     cwd: checkout,
-    env: { ...process.env, RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "error", DATABASE_URL: databaseUrl, PORT: String(port) },
+    env: {
+      ...process.env,
+      RATE_LIMIT_PER_MINUTE: "0",
+      LOG_LEVEL: "error",
+      DATABASE_URL: databaseUrl,
+      DATA_DIR,
+      PORT: String(port),
+    },
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -216,7 +264,7 @@ function streamOf(chunks: AsyncGenerator<Uint8Array>): ReadableStream<Uint8Array
 
 /** The body made before the clock starts: making it would hold up this process's own requests of the other tenant. */
 async function prepare(hostile: Hostile): Promise<Uint8Array | Uint8Array[] | undefined> {
-  const made = hostile.method === "GET" ? undefined : hostile.body();
+  const made = hostile.method === "GET" ? undefined : await hostile.body();
   if (made === undefined || made instanceof Uint8Array) return made;
   const pieces: Uint8Array[] = [];
   for await (const piece of made()) pieces.push(piece);
@@ -357,6 +405,7 @@ async function main() {
   } finally {
     await db.close();
     await dropScratch(url);
+    rmSync(DATA_DIR, { recursive: true, force: true });
   }
   const compare = arg("compare");
   const earlier: Record<string, Figures> = compare ? JSON.parse(readFileSync(compare, "utf8")).results : {};

@@ -1,12 +1,18 @@
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { JSON_BODY_LIMIT } from "../functions/http/body-policy.ts";
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../functions/http/json-shape.ts";
 import { MAX_IMPORT_BYTES, MAX_IMPORT_LINES } from "../functions/participants-bulk/csv-import.ts";
 import { MAX_LISTED_ISSUES } from "../functions/participants-bulk/import.ts";
+import { MAX_PHOTO_BYTES, MAX_PHOTO_FRAMES, MULTIPART_OVERHEAD_BYTES } from "../functions/photos/limits.ts";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import type { TestTenant } from "./support/fixtures.ts";
+import { gifOfEmptyComments, pngOfEmptyChunks } from "./support/images.ts";
+import { multipart, newParticipant } from "./support/photos.ts";
 import { type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
 /**
@@ -21,15 +27,18 @@ const t = useTestDatabase();
 let server: ServerProcess;
 let hostile: { tenant: TestTenant; camp: CampStructure };
 let other: { tenant: TestTenant; camp: CampStructure };
+// The photo store (DATA_DIR/photos) of the server, a directory of this test's own.
+const dataDir = mkdtempSync(join(tmpdir(), "camp-hostile-"));
 
 beforeAll(async () => {
   hostile = await tenantWithCamp(t(), "hostile");
   other = await tenantWithCamp(t(), "other");
-  server = await startServerProcess({ DATABASE_URL: t().url });
+  server = await startServerProcess({ DATABASE_URL: t().url, DATA_DIR: dataDir });
 }, 120_000);
 
 afterAll(async () => {
   await server?.stop();
+  rmSync(dataDir, { recursive: true, force: true });
 });
 
 const text = (s: string): Uint8Array<ArrayBuffer> => new TextEncoder().encode(s);
@@ -272,5 +281,80 @@ describe("a hostile JSON body", () => {
     expect(answer.status).toBe(400);
     expect(answer.body.error?.details.length).toBeGreaterThanOrEqual(1000);
     await expectAlive(others);
+  });
+});
+
+describe("a hostile photo upload", () => {
+  const photoPath = (userId: string) => `/api/v1/photos/user/${userId}`;
+  const newUserId = async () => {
+    const userId = `photo-${Date.now()}-${Math.random().toString(16).slice(2)}`;
+    await newParticipant(t(), hostile.tenant.tenantId, hostile.camp.instanceId, userId);
+    return userId;
+  };
+
+  it("sent without Content-Length stops at the first byte past the photo limit with a 413", async () => {
+    const userId = await newUserId();
+    const { body, contentType } = multipart([
+      { name: "photo", data: new Uint8Array(50 * 1_048_576), filename: "photo.png", type: "image/png" },
+    ]);
+    const pieces = Array.from({ length: 50 }, (_, i) => new Uint8Array(body.subarray(i * 1_048_576, (i + 1) * 1_048_576)));
+    pieces.push(new Uint8Array(body.subarray(50 * 1_048_576)));
+    const others = whileOtherTenantWaits();
+    const answer = await chunkedRequest("POST", photoPath(userId), contentType, pieces);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(413);
+    expect(answer.body.error?.details).toEqual([
+      { field: "body", issue: `must be at most ${MAX_PHOTO_BYTES + MULTIPART_OVERHEAD_BYTES} bytes` },
+    ]);
+    // Answered while most of the 50 MB was still to be sent: nothing buffered it to its end.
+    expect(answer.unsent).toBeGreaterThan(25);
+    await expectAlive(await others.stop());
+  });
+
+  it("of a 5 MB PNG of 400,000 empty private chunks is stripped of all of them", async () => {
+    const userId = await newUserId();
+    const { photo, chunks, stripped } = await pngOfEmptyChunks(MAX_PHOTO_BYTES);
+    expect(chunks).toBeGreaterThan(400_000);
+    const { body, contentType } = multipart([{ name: "photo", data: photo, filename: "photo.png", type: "image/png" }]);
+    const { answer, others } = await whileOtherTenantWorks("POST", photoPath(userId), new Uint8Array(body), contentType);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect((answer.body as { data?: { size: number } }).data?.size).toBe(stripped);
+    await expectAlive(others);
+  });
+
+  it(`of a 5 MB GIF of ${MAX_PHOTO_FRAMES} frames and 1.7 million empty comments is stripped of every comment`, async () => {
+    const userId = await newUserId();
+    const { photo, comments, stripped } = gifOfEmptyComments(MAX_PHOTO_BYTES, MAX_PHOTO_FRAMES);
+    expect(comments).toBeGreaterThan(1_700_000);
+    const { body, contentType } = multipart([{ name: "photo", data: photo, filename: "photo.gif", type: "image/gif" }]);
+    const { answer, others } = await whileOtherTenantWorks("POST", photoPath(userId), new Uint8Array(body), contentType);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect((answer.body as { data?: { size: number } }).data?.size).toBe(stripped);
+    await expectAlive(others);
+  });
+});
+
+describe("a large CSV export", () => {
+  it("of 5,000 participants arrives whole while the other tenant is answered", async () => {
+    const instance = await tenantWithCamp(t(), "export");
+    // Every text the export carries at its longest (200 characters), so each row is as long as a row can be.
+    await t().admin(
+      `insert into public.participants (tenant_id, instance_id, user_id, first_name, surname, date_of_birth,
+                                        school_year, rank, unit_name, school_institute, room_number)
+       select $1, $2, rpad('EXP-' || g || '-', 200, 'u'), rpad('F', 200, 'f'), rpad('S', 200, 's'),
+              date '2012-01-01' + (g % 1000), rpad('Y', 200, 'y'), rpad('R', 200, 'r'), rpad('U', 200, 'u'),
+              rpad('I', 200, 'i'), rpad('N', 200, 'n')
+         from generate_series(1, 5000) g`,
+      [instance.tenant.tenantId, instance.camp.instanceId],
+    );
+    const others = whileOtherTenantWaits();
+    const res = await fetch(`${server.url}/api/v1/participants/export.csv?instance_id=${instance.camp.instanceId}`, {
+      headers: { "X-API-Key": instance.tenant.admin.key },
+    });
+    const csv = await res.text();
+    expect(res.status).toBe(200);
+    const lines = csv.split("\r\n").filter((line) => line !== "");
+    expect(lines).toHaveLength(1 + 5000);
+    expect(new Set(lines.slice(1).map((line) => /EXP-\d+/.exec(line)?.[0])).size).toBe(5000);
+    await expectAlive(await others.stop());
   });
 });

@@ -206,3 +206,29 @@ export function gifOfFrames(frames: number, width = 1, height = 1, frameWidth = 
   frame.set([1, 0x2c, 0], 11); // one sub-block: clear (4) and end (5) as 3-bit codes; terminator
   return Buffer.concat([screen, palette, Buffer.alloc(frames * frame.length, frame), Buffer.from([0x3b])]);
 }
+
+// --- The metadata walker's worst cases ------------------------------------------
+
+/**
+ * A real PNG grown to `size` bytes with empty private chunks (12 bytes each,
+ * all of them stripped): the most chunks a photo of that size can make the
+ * metadata walker visit. `stripped` is the size it must come out at.
+ */
+export async function pngOfEmptyChunks(size: number): Promise<{ photo: Buffer; chunks: number; stripped: number }> {
+  const png = await picture().png().toBuffer();
+  const empty = pngChunk("prVt", Buffer.alloc(0));
+  const chunks = Math.floor((size - png.length) / empty.length);
+  return { photo: withPngChunks(png, Buffer.alloc(chunks * empty.length, empty)), chunks, stripped: png.length };
+}
+
+/**
+ * A GIF of `frames` frames grown to `size` bytes with empty comment
+ * extensions (3 bytes each, all of them stripped): the most blocks a photo of
+ * that size can make the metadata walker visit.
+ */
+export function gifOfEmptyComments(size: number, frames: number): { photo: Buffer; comments: number; stripped: number } {
+  const gif = gifOfFrames(frames);
+  const comment = Buffer.from([0x21, 0xfe, 0]);
+  const comments = Math.floor((size - gif.length) / comment.length);
+  return { photo: withGifBlocks(gif, Buffer.alloc(comments * comment.length, comment)), comments, stripped: gif.length };
+}
