@@ -93,10 +93,17 @@ function chunkedRequest(
       answered = true;
       received += data.toString("utf8");
     });
+    // A server that refuses a body early may close while this side still writes: the write
+    // fails (EPIPE, a reset) though the answer is already on its way. Judge by what arrived.
+    let failure: Error | undefined;
     socket.on("error", (error) => {
-      if (!answered) reject(error);
+      failure = error;
     });
     socket.on("close", () => {
+      if (!answered) {
+        reject(failure ?? new Error("connection closed without an answer"));
+        return;
+      }
       const [head = "", ...rest] = received.split("\r\n\r\n");
       const status = Number(/^HTTP\/1\.1 (\d+)/.exec(head)?.[1]);
       const chunkedAnswer = /transfer-encoding: chunked/i.test(head);
