@@ -1,5 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import { Server as NetServer } from "node:net";
+import { Server as NetServer, type Socket } from "node:net";
 import { createAdaptorServer } from "@hono/node-server";
 import { serviceUnavailable } from "../functions/errors.ts";
 import { errorBody } from "../functions/http/envelope.ts";
@@ -28,11 +28,35 @@ function drainingResponse(): Response {
  * still coming are not a next request, and reading them all first would let a
  * client hold the socket with a body that never ends.
  */
-function closeIfBodyUnread(response: Response, incoming: { complete: boolean }): Response {
+function closeIfBodyUnread(response: Response, incoming: { complete: boolean; socket: Socket }): Response {
   if (incoming.complete) return response;
+  lingerOnClose(incoming.socket);
   const headers = new Headers(response.headers);
   headers.set("Connection", "close");
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** How long a connection closed on an unread body keeps reading (and discarding) what still comes. */
+const LINGER_MS = 2_000;
+
+/**
+ * A lingering close, as nginx and Apache do. Closing a socket while the client
+ * is still sending makes the kernel answer with a reset, which can reach the
+ * client before it has read the answer: it then sees a broken pipe instead of
+ * the 413. So the server sends its FIN, reads and discards what still comes
+ * until the client stops (its FIN) or LINGER_MS pass, and only then closes.
+ * Node's HTTP server ends a `Connection: close` answer with destroySoon().
+ */
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = function lingering(this: Socket) {
+    if (this.writable) this.end();
+    if (this.readableEnded) return void this.destroy();
+    const timer = setTimeout(() => this.destroy(), LINGER_MS);
+    timer.unref();
+    this.once("end", () => this.destroy());
+    this.once("close", () => clearTimeout(timer));
+    this.resume();
+  };
 }
 
 /** How long a client may take (config.ts HTTP_*_TIMEOUT_MS). */
@@ -65,7 +89,7 @@ export async function listen(
   let draining = false;
   const inFlight = new Set<ServerResponse>();
   const server = createAdaptorServer({
-    fetch: async (request: Request, env: { incoming: { complete: boolean } }) =>
+    fetch: async (request: Request, env: { incoming: { complete: boolean; socket: Socket } }) =>
       draining ? drainingResponse() : closeIfBodyUnread(await fetch(request), env.incoming),
     serverOptions: timeouts && {
       headersTimeout: timeouts.headersMs,
