@@ -87,8 +87,19 @@ beforeAll(async () => {
     (await t().admin("insert into public.tenants (name) values ($1) returning id", [name])).rows[0].id as string;
   a = buildDataset(await tenant("Tenant A"), 1, [40, 15]);
   b = buildDataset(await tenant("Tenant B"), 2, [25, 10]);
-  await insertDataset((text, values) => t().admin(text, values), a);
-  await insertDataset((text, values) => t().admin(text, values), b);
+  // One operator's data load, as `camp participants import` would do it: the dataset puts a
+  // room over its capacity on purpose (the views report it), which takes the operator's override.
+  const loader = new pg.Client({ connectionString: t().url });
+  await loader.connect();
+  try {
+    await loader.query("begin");
+    await loader.query("select private.override_room_capacity()");
+    await insertDataset((text, values) => loader.query(text, values), a);
+    await insertDataset((text, values) => loader.query(text, values), b);
+    await loader.query("commit");
+  } finally {
+    await loader.end();
+  }
   aSubject = randomUUID();
   await t().admin("insert into public.users (tenant_id, email, role, auth_subject) values ($1, 'viewer@a.test', 'staff', $2)", [
     a.tenantId,
