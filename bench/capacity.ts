@@ -1,10 +1,11 @@
 /**
  * What enforcing room capacity costs a write: the same writes through the
  * real app on two scratch databases from the same migrations, one with the
- * capacity rule (the deferred constraint triggers of *_room_capacity.sql)
- * and one with those triggers disabled, requests alternating between the
- * two. Every participant goes into a room with a capacity (100 places), so
- * the enforced side locks and counts the room on every placement; the
+ * capacity rule (the counting triggers of *_room_occupancy_counts.sql and
+ * the check they queue) and one with those triggers disabled, requests
+ * alternating between the two. Every participant goes into a room with a
+ * capacity (100 places), so the enforced side updates the room's count on
+ * every placement; the
  * single writes run with 0 to 30 people in a room, a dormitory's size (the
  * bulk rounds then add 50 more to each of the API's 20 rooms). The same
  * single writes are then compared as SQL alone (no HTTP), where the
@@ -38,9 +39,13 @@ const ROOMS = 20;
 const CAPACITY = 100;
 /** The rule: disabled on the "off" side. */
 const CAPACITY_TRIGGERS: Array<[table: string, trigger: string]> = [
-  ["participants", "participants_room_capacity_insert"],
-  ["participants", "participants_room_capacity_update"],
-  ["rooms", "rooms_capacity_lowered"],
+  ["public.participants", "participants_count_room_insert"],
+  ["public.participants", "participants_count_room_update"],
+  ["public.participants", "participants_count_room_delete"],
+  ["public.rooms", "rooms_track_capacity_insert"],
+  ["public.rooms", "rooms_track_capacity_update"],
+  ["private.room_occupancy", "room_occupancy_within_capacity"],
+  ["public.audit_events", "audit_events_note_capacity_override"],
 ];
 const out = (line = "") => process.stdout.write(`${line}\n`);
 
@@ -71,7 +76,7 @@ async function side(
   await migrate(url.toString());
   const db = new Database(url.toString(), { max: 4 });
   if (!enforced) {
-    for (const [table, trigger] of CAPACITY_TRIGGERS) await db.query(`alter table public.${table} disable trigger ${trigger}`);
+    for (const [table, trigger] of CAPACITY_TRIGGERS) await db.query(`alter table ${table} disable trigger ${trigger}`);
   }
   const tenant = await createTenant(db, "Bench", "admin@bench.test");
   const app = createApp({ db, config: loadConfig({ RATE_LIMIT_PER_MINUTE: "0", LOG_LEVEL: "error" }) });
