@@ -11,30 +11,43 @@ import pg from "pg";
 
 export const OFF_SCHEMA = "bench_off";
 
-/** The key lookup without its record of use: private.authenticate_api_key less the last_used_at update. */
+/**
+ * The key checks without their record of use: private.authenticate_api_key
+ * and private.api_key_caller (*_api_key_check.sql) less the last_used_at
+ * update, otherwise the same functions.
+ */
+const withoutLastUse = (name: string, notFound: string) => `
+  create or replace function ${OFF_SCHEMA}.${name}(p_key_hash bytea)
+    returns table (key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
+    language plpgsql security definer set search_path = ''
+  as $$
+  begin
+    select l.key_id, l.tenant_id, l.user_id, l.email, l.role, l.scopes
+    into key_id, tenant_id, user_id, email, role, scopes
+    from private.live_api_keys l
+    where l.key_hash = p_key_hash;
+    if not found then
+      ${notFound};
+    end if;
+    return next;
+  end
+  $$`;
+
 export async function installConventionsOff(url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query(`create schema if not exists ${OFF_SCHEMA}`);
     await client.query(`grant usage on schema ${OFF_SCHEMA} to camp_api`);
-    await client.query(`
-      create or replace function ${OFF_SCHEMA}.authenticate_api_key(p_key_hash bytea)
-        returns table (key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
-        language sql stable security definer set search_path = ''
-      as $$
-        select k.id, k.tenant_id, k.user_id, u.email, u.role, k.scopes
-        from public.api_keys k join public.users u on u.id = k.user_id
-        where k.key_hash = p_key_hash and k.revoked_at is null
-          and (k.expires_at is null or k.expires_at > now()) and u.active
-      $$`);
+    await client.query(withoutLastUse("authenticate_api_key", "return"));
+    await client.query(withoutLastUse("api_key_caller", "raise exception 'no live API key' using errcode = 'CA401'"));
   } finally {
     await client.end();
   }
 }
 
 const REWRITES: Record<string, [RegExp, string]> = {
-  last_used_at: [/private\.authenticate_api_key\(/g, `${OFF_SCHEMA}.authenticate_api_key(`],
+  last_used_at: [/private\.(authenticate_api_key|api_key_caller)\(/g, `${OFF_SCHEMA}.$1(`],
   etag: [/p\.xmin::text as version/g, "'0'::text as version"],
 };
 

@@ -61,22 +61,24 @@ const preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
  */
 export const preparedName = (prefix: string, name: string) => `${prefix}_${name}`;
 
-/** Prepares the statement a template's text EXECUTEs (see Template.prepared), once per connection. */
+/** Prepares the statements a template's text EXECUTEs (see Template.prepared), once per connection. */
 export async function prepareOnce(client: pg.PoolClient, template: Template, prefix: string): Promise<void> {
-  if (!template.prepared) return;
   const done = preparedOn.get(client) ?? new Set<string>();
   preparedOn.set(client, done);
-  const name = preparedName(prefix, template.prepared.name);
-  if (done.has(name)) return;
-  await client.query(`prepare ${name} as ${template.prepared.text}`);
-  done.add(name);
+  for (const statement of template.prepared ?? []) {
+    const name = preparedName(prefix, statement.name);
+    if (done.has(name)) continue;
+    await client.query(`prepare ${name} as ${statement.text}`);
+    done.add(name);
+  }
 }
 
-/** A template's text with its EXECUTE aimed at the baseline's own prepared statement. */
+/** A template's text with its EXECUTEs aimed at the baseline's own prepared statements. */
 export function executing(text: string, template: Template, prefix: string): string {
-  if (!template.prepared) return text;
-  const { name } = template.prepared;
-  return text.replace(`execute ${name}`, `execute ${preparedName(prefix, name)}`);
+  return (template.prepared ?? []).reduce(
+    (aimed, { name }) => aimed.replace(new RegExp(`execute ${name}\\b`), `execute ${preparedName(prefix, name)}`),
+    text,
+  );
 }
 
 /** Replays one request's statements; returns the rows of the last statement that returned any. */

@@ -10,11 +10,12 @@ export interface CapturedStatement {
   name?: string;
   values?: unknown[];
   /**
-   * For an `execute <name>(…); commit` (a one-statement transaction's
-   * statement sent with its commit), the statement it runs, which the API's
-   * connection prepared earlier: the replay prepares it too.
+   * For a text with `execute <name>(…)` in it (the key check and a
+   * one-statement transaction's statement sent with begin and commit), the
+   * statements it runs, which the API's connection prepared earlier: the
+   * replay prepares them too.
    */
-  prepared?: { name: string; text: string };
+  prepared?: Array<{ name: string; text: string }>;
   /** Rows it returned (the last statement's, for several in one text); the replay expects rows where it had rows. */
   rows: number;
 }
@@ -26,7 +27,7 @@ export interface Template {
   rows: boolean;
   name?: string;
   /** See CapturedStatement.prepared. */
-  prepared?: { name: string; text: string };
+  prepared?: Array<{ name: string; text: string }>;
   text: Part[];
   values?: Value[];
 }

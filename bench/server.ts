@@ -65,9 +65,11 @@ proto.query = function (this: pg.Client, config: unknown, values?: unknown, call
     const entry: CapturedStatement = { client, text, rows: 0 };
     if (name) entry.name = name;
     if (params) entry.values = params.map(serialisable);
-    const executed = /(?:^|;\s*)execute (\w+)/.exec(text)?.[1];
-    const preparedText = executed && namedTexts.get(executed);
-    if (executed && preparedText) entry.prepared = { name: executed, text: preparedText };
+    const prepared = [...text.matchAll(/(?:^|;\s*)execute (\w+)/g)].flatMap(([, name]) => {
+      const preparedText = name && namedTexts.get(name);
+      return name && preparedText ? [{ name, text: preparedText }] : [];
+    });
+    if (prepared.length) entry.prepared = prepared;
     capture.push(entry);
     const count = (result: unknown) => {
       entry.rows = rowCount(result);

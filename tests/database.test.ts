@@ -1,5 +1,7 @@
+import fc from "fast-check";
+import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Database } from "../functions/db/database.ts";
+import { Database, quoteLiteral } from "../functions/db/database.ts";
 import { countingDatabase, useTestDatabase } from "./support/database.ts";
 import { newTenant, type TestTenant } from "./support/fixtures.ts";
 
@@ -172,6 +174,26 @@ describe("a one-statement transaction", () => {
       }
     } finally {
       await db.close();
+    }
+  });
+});
+
+describe("quoteLiteral", () => {
+  it("writes every string as pg's escapeLiteral does", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom("a", "'", "\\", "é", " ", "\n", "x") }), fc.string(), (special, any) => {
+        expect(quoteLiteral(special)).toBe(pg.escapeLiteral(special));
+        expect(quoteLiteral(any)).toBe(pg.escapeLiteral(any));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("reads back in Postgres as the same string", async () => {
+    const values = ["plain", "it's", "back\\slash", "both \\' here", "", "\\"];
+    for (const value of values) {
+      const [row] = await t().db.query<{ v: string }>(`select ${quoteLiteral(value)} as v`);
+      expect(row?.v).toBe(value);
     }
   });
 });

@@ -56,35 +56,63 @@ const preparedOn = new WeakMap<pg.ClientBase, Set<string>>();
  * for it as a parameter. Values the protocol sends another way (arrays,
  * dates, objects) have none; their statement is sent as usual.
  */
-function literalOf(client: pg.ClientBase, value: unknown): string | undefined {
+function literalOf(value: unknown): string | undefined {
   if (value === null || value === undefined) return "null";
-  if (typeof value === "string") return client.escapeLiteral(value);
+  if (typeof value === "string") return quoteLiteral(value);
   if (typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) return `'${value}'`;
-  if (value instanceof Uint8Array) return client.escapeLiteral(`\\x${hex(value)}`);
+  if (value instanceof Uint8Array) return `'\\x${hex(value)}'`;
   return undefined;
 }
 
 /**
- * A statement followed by the transaction's commit, in one text, so both
- * travel in one round trip: EXECUTE of the statement this connection has
- * already prepared (the same plan), its values as literals. Undefined when
- * the statement is not yet prepared here or a value has no literal form.
+ * A string as a quoted SQL literal, as pg's escapeLiteral writes it (quotes
+ * doubled; with a backslash, backslashes doubled in an E'' literal), without
+ * its character-by-character copy: every read's text carries a few.
  */
-function withCommit(client: pg.ClientBase, config: pg.QueryConfig): string | undefined {
+export function quoteLiteral(value: string): string {
+  if (value.includes("\\")) return ` E'${value.replaceAll("\\", "\\\\").replaceAll("'", "''")}'`;
+  return value.includes("'") ? `'${value.replaceAll("'", "''")}'` : `'${value}'`;
+}
+
+const HEX_DIGITS = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, "0"));
+const hex = (bytes: Uint8Array) => {
+  let text = "";
+  for (const b of bytes) text += HEX_DIGITS[b];
+  return text;
+};
+
+/**
+ * EXECUTE of a statement this connection has already prepared (the same
+ * plan), its values as literals: a text that can travel with others in one
+ * round trip (the simple protocol), where the extended protocol takes one
+ * statement per round trip. Undefined when the statement is not yet
+ * prepared here or a value has no literal form.
+ */
+function executeText(client: pg.ClientBase, config: pg.QueryConfig): string | undefined {
   if (!config.name || !preparedOn.get(client)?.has(config.name)) return undefined;
   const literals: string[] = [];
   for (const value of config.values ?? []) {
-    const literal = literalOf(client, value);
+    const literal = literalOf(value);
     if (literal === undefined) return undefined;
     literals.push(literal);
   }
-  return `execute ${config.name}${literals.length ? `(${literals.join(", ")})` : ""}; commit`;
+  return `execute ${config.name}${literals.length ? `(${literals.join(", ")})` : ""}`;
+}
+
+/** Runs a statement, noting that the connection has prepared it when it is named. */
+async function runStatement(client: pg.ClientBase, config: pg.QueryConfig): Promise<pg.QueryResult> {
+  const result = await client.query(config);
+  if (config.name) {
+    const names = preparedOn.get(client) ?? new Set<string>();
+    preparedOn.set(client, names.add(config.name));
+  }
+  return result;
 }
 
 /**
  * A transaction whose work is one statement: the statement carries the
- * commit (withCommit) when it can, and a second statement is a mistake of
- * the caller's, refused before it could run outside the transaction.
+ * commit when it can, and a second statement is a mistake of the caller's,
+ * refused before it could run outside the transaction.
  */
 interface OneStatement {
   sent: boolean;
@@ -93,34 +121,50 @@ interface OneStatement {
   opening?: Opening;
 }
 
-/** The text that opens a transaction and checks the caller, and what to do with its results (RequestDatabase.deferApiKey). */
+/** What opens a deferred caller's transaction (RequestDatabase.deferApiKey): `begin` and the key check with the scope. */
 interface Opening {
+  /** The key check with the scope's settings in its select list (CALLER_CHECK and its values). */
+  check: pg.QueryConfig;
+  /** The same check as a text of its own, values inlined, for a connection that prepares nothing. */
   text: string;
-  /** Takes the opening's results (its row: the caller); called once, when it has run. */
-  opened(results: pg.QueryResult[]): void;
+  /** Takes the check's row (the caller); called once, when it has run. */
+  opened(row: ApiKeyRow | undefined): void;
+}
+
+/**
+ * Opens the transaction: one round trip, but two the first time a connection
+ * prepares the check.
+ */
+async function open(client: pg.ClientBase, opening: Opening): Promise<void> {
+  const check = opening.check.name ? executeText(client, opening.check) : opening.text;
+  if (check !== undefined) {
+    const results = (await client.query(`begin; ${check}`)) as unknown as pg.QueryResult[];
+    opening.opened(results[1]?.rows[0]);
+    return;
+  }
+  await client.query("begin");
+  opening.opened((await runStatement(client, opening.check)).rows[0]);
 }
 
 async function send(client: pg.ClientBase, config: pg.QueryConfig, one: OneStatement | undefined): Promise<pg.QueryResult> {
   if (one) {
     if (one.sent) throw new Error("a one-statement transaction was given a second statement");
     one.sent = true;
-    const text = withCommit(client, config);
     const opening = one.opening;
-    if (text !== undefined) {
-      // One round trip: [opening;] the statement; commit. Its result is the one before the commit's.
-      const results = (await client.query(opening ? `${opening.text}; ${text}` : text)) as unknown as pg.QueryResult[];
-      opening?.opened(results);
+    const text = executeText(client, config);
+    const check = opening && executeText(client, opening.check);
+    if (text !== undefined && (!opening || check !== undefined)) {
+      // One round trip: [begin; the key check;] the statement; commit. Its result is the one before the commit's.
+      const results = (await client.query(
+        opening ? `begin; ${check}; ${text}; commit` : `${text}; commit`,
+      )) as unknown as pg.QueryResult[];
+      opening?.opened(results[1]?.rows[0]);
       one.committed = true;
       return results.at(-2) as pg.QueryResult;
     }
-    if (opening) opening.opened((await client.query(opening.text)) as unknown as pg.QueryResult[]);
+    if (opening) await open(client, opening);
   }
-  const result = await client.query(config);
-  if (config.name) {
-    const names = preparedOn.get(client) ?? new Set<string>();
-    preparedOn.set(client, names.add(config.name));
-  }
-  return result;
+  return runStatement(client, config);
 }
 
 function wrap(client: pg.ClientBase, prepare: boolean, one?: OneStatement): Sql {
@@ -250,8 +294,6 @@ export const leaseCall = (charge: RateCharge, of: { subject: string } | { keyHas
     ? `private.rate_lease(${of.subject}, ${charge.weight}, ${charge.want}, ${charge.limit}, ${charge.windowSeconds})`
     : `private.rate_lease_key('\\x${hex(of.keyHash)}'::bytea, ${charge.weight}, ${charge.want}, ${charge.limit}, ${charge.windowSeconds})`;
 
-const hex = (bytes: Uint8Array) => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
-
 /**
  * How a request's prepared statements are planned: once, for any values (a
  * generic plan), not again for each request's values. Postgres otherwise
@@ -290,28 +332,43 @@ export interface TenantOptions {
 
 /** A caller known by an API key that the scope's first statement checks (RequestDatabase.deferApiKey). */
 export interface DeferredCaller<P> {
-  /** `begin` and the key check with the tenant scope in its select list (keyScopeSelect). */
-  opening: string;
+  /** The key check with the tenant scope in its select list (CALLER_CHECK and its values). */
+  check: pg.QueryConfig;
+  /** The same as a text of its own (keyScopeSelect), for a connection that prepares nothing. */
+  text: string;
   principalOf(row: ApiKeyRow): P;
 }
 
+/** The claims of a key's caller as claimsOf writes them, built in SQL from the key's row `k` and the request ids. */
+const keyClaims = (requestId: string, clientRequestId: string) =>
+  `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
+      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${requestId},
+      'client_request_id', ${clientRequestId})::text`;
+
 /**
  * The key check that opens a tenant scope: the key's row, with the scope's
- * settings in the same select list, the claims built from the row as
- * claimsOf writes them. `check` is the key function: authenticate_api_key
- * (no row for a key that is not live) or api_key_caller (raises CA401).
+ * settings in the same select list. The function runs (as its owner) before
+ * the select list switches the role. `check` is authenticate_api_key (no row
+ * for a key that is not live) or api_key_caller (raises CA401).
  */
 function keyScopeSelect(check: string, hash: Uint8Array, ids: RequestIds): string {
-  const literal = (value: string | undefined) => (value === undefined ? "null" : pg.escapeLiteral(value));
-  const claims = `json_build_object('role', '${API_ROLE}', 'tenant_id', k.tenant_id, 'sub', k.user_id, 'app_role', k.role,
-      'email', k.email, 'via', 'api_key', 'key_id', k.key_id, 'request_id', ${literal(ids.requestId)},
-      'client_request_id', ${literal(ids.clientRequestId)})::text`;
+  const literal = (value: string | undefined) => (value === undefined ? "null" : quoteLiteral(value));
   // The hash is hex of our own digest, so it can stand in the text as a literal: a parameter
-  // would need the extended protocol, which takes one statement per round trip. The function
-  // runs (as its owner) before the select list switches the role.
-  return `select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes, ${scopeSettings(claims)}
+  // would need the extended protocol, which takes one statement per round trip.
+  return `select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes,
+         ${scopeSettings(keyClaims(literal(ids.requestId), literal(ids.clientRequestId)))}
          from private.${check}('\\x${hex(hash)}'::bytea) k`;
 }
+
+/**
+ * The read path's key check (deferApiKey), one prepared statement for every
+ * request: $1 the key's hash, $2 and $3 the request ids. private.api_key_caller
+ * raises for a key that is not live, so nothing sent after it in the same
+ * text runs.
+ */
+const CALLER_CHECK = `select k.key_id, k.tenant_id, k.user_id, k.email, k.role, k.scopes,
+  ${scopeSettings(keyClaims("$2::text", "$3::text"))}
+  from private.api_key_caller($1) k`;
 
 /** The server's id of a request and the client's own, for the audit trail. */
 export type RequestIds = Partial<Pick<Principal, "requestId" | "clientRequestId">>;
@@ -459,8 +516,9 @@ export class RequestDatabase {
     toPrincipal: (row: ApiKeyRow) => P,
     ids: RequestIds = {},
   ): TenantScope<P> {
-    const opening = `begin; ${keyScopeSelect("api_key_caller", hash, ids)}`;
-    return new TenantScope(this.connection, this.prepare, { opening, principalOf: toPrincipal });
+    const check = statement(CALLER_CHECK, [hash, ids.requestId ?? null, ids.clientRequestId ?? null], this.prepare);
+    const text = keyScopeSelect("api_key_caller", hash, ids);
+    return new TenantScope(this.connection, this.prepare, { check, text, principalOf: toPrincipal });
   }
 
   /**
@@ -503,7 +561,7 @@ export class RequestDatabase {
     // its counter row is never locked for the length of one.
     const lease = charge ? leaseCall(charge, { keyHash: hash }) : undefined;
     const client = await this.connection.connect();
-    const inScope = options.inScope?.((value) => client.escapeLiteral(value));
+    const inScope = options.inScope?.(quoteLiteral);
     try {
       const results = (await client.query(
         `${lease ? `select * from ${lease}; commit; ` : ""}begin; ${keyScopeSelect("authenticate_api_key", hash, options.ids ?? {})}${inScope ? `; ${inScope}` : ""}`,
@@ -556,7 +614,7 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
     caller: P | DeferredCaller<P>,
     opened?: pg.PoolClient,
   ) {
-    if ("opening" in caller) this.#deferred = caller;
+    if ("check" in caller) this.#deferred = caller;
     else this.#principal = caller;
     this.#opened = opened;
   }
@@ -572,10 +630,10 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
     const deferred = this.#deferred;
     if (!deferred) return undefined;
     return {
-      text: deferred.opening,
-      opened: (results) => {
-        // [begin, the key check, …]: api_key_caller raises for a key that is not live, so the row is there.
-        const row = results[1]?.rows[0] as ApiKeyRow | undefined;
+      check: deferred.check,
+      text: deferred.text,
+      opened: (row) => {
+        // api_key_caller raises for a key that is not live, so the row is there.
         if (!row) throw new Error("the key check returned no row");
         this.#principal = deferred.principalOf(row);
         this.#deferred = undefined;
@@ -610,9 +668,9 @@ export class TenantScope<P extends ScopePrincipal = ScopePrincipal> {
     const client = await this.connection.connect();
     try {
       const opening = this.#opening();
-      if (opening) opening.opened((await client.query(opening.text)) as unknown as pg.QueryResult[]);
+      if (opening) await open(client, opening);
       // The claims are built from uuids, a fixed role and the request id, and quoted as a literal.
-      else await client.query(`begin; select ${scopeSettings(client.escapeLiteral(claimsOf(this.principal)))}`);
+      else await client.query(`begin; select ${scopeSettings(quoteLiteral(claimsOf(this.principal)))}`);
       return client;
     } catch (error) {
       await this.#release(client, error);
