@@ -26,26 +26,53 @@ export async function configureLogging(level: LogLevel = "info", write: (line: s
  * `request` of category `camp` with these properties (tests/log-batching.test.ts
  * holds the two to the same text): JSON.stringify escapes every value.
  */
-export function requestLine(line: RequestLine, at = new Date()): string {
-  return `{"@timestamp":"${at.toISOString()}","level":"INFO","message":"request","logger":"camp",${JSON.stringify(line).slice(1)}\n`;
+export function requestLine(line: RequestLine, at?: Date): string {
+  const stamp = at ? at.toISOString() : isoNow();
+  return `{"@timestamp":"${stamp}","level":"INFO","message":"request","logger":"camp",${JSON.stringify(line).slice(1)}\n`;
+}
+
+/** The time as ISO text, formatted once per millisecond however many lines share it. */
+let lastMs = -1;
+let lastIso = "";
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastIso = new Date(ms).toISOString();
+  }
+  return lastIso;
 }
 
 /**
- * Collects lines and writes those logged in one turn of the event loop in one
- * write: a write per line is a system call per request, on the requests' own
- * thread. What is pending when the process exits is written then, synchronously
- * (stderr to a file or a pipe is synchronous on Linux), so no line is lost to an exit.
+ * Collects lines and writes them in one write at most `maxDelayMs` after the
+ * first of them, or as soon as `maxBytes` are pending: a write per line is a
+ * system call per request, on the requests' own thread. What is pending when
+ * the process exits is written then, synchronously (stderr to a file or a
+ * pipe is synchronous on Linux), so no line is lost to an exit; a SIGKILL
+ * loses at most the last `maxDelayMs` of lines. The timer does not keep the
+ * process alive.
  */
-export function batchedLines(writeText: (text: string) => unknown) {
+export function batchedLines(writeText: (text: string) => unknown, { maxDelayMs = 25, maxBytes = 64 * 1024 } = {}) {
   let pending: string[] = [];
+  let bytes = 0;
+  let timer: ReturnType<typeof setTimeout> | undefined;
   const flush = () => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
     if (pending.length === 0) return;
     const text = pending.join("");
     pending = [];
+    bytes = 0;
     writeText(text);
   };
   const write = (line: string) => {
-    if (pending.push(line) === 1) setImmediate(flush);
+    pending.push(line);
+    bytes += line.length;
+    if (bytes >= maxBytes) flush();
+    else if (timer === undefined) {
+      timer = setTimeout(flush, maxDelayMs);
+      timer.unref?.();
+    }
   };
   return { write, flush };
 }

@@ -5,31 +5,43 @@ import { batchedLines, configureLogging, requestLine } from "../node/logging.ts"
 import { run, TSX } from "./support/processes.ts";
 
 /**
- * The Node server's log leaves in one write per turn of the event loop, not one
- * per line, and loses nothing when the process exits right after logging.
+ * The Node server's log leaves in one write per 25 ms (or 64 KiB), not one per
+ * line, and loses nothing when the process exits right after logging.
  */
 
 describe("batched log lines", () => {
-  it("writes the lines of one turn in one write, in order, and the next turn's in another", async () => {
+  it("writes the lines of a short while in one write, in order, and later ones in another", async () => {
     const writes: string[] = [];
-    const lines = batchedLines((text) => writes.push(text));
+    const lines = batchedLines((text) => writes.push(text), { maxDelayMs: 20 });
     lines.write("a\n");
+    await new Promise((done) => setTimeout(done, 5));
     lines.write("b\n");
     expect(writes).toEqual([]);
-    await new Promise((done) => setImmediate(done));
+    await new Promise((done) => setTimeout(done, 40));
     expect(writes).toEqual(["a\nb\n"]);
     lines.write("c\n");
-    await new Promise((done) => setImmediate(done));
+    await new Promise((done) => setTimeout(done, 40));
     expect(writes).toEqual(["a\nb\n", "c\n"]);
+  });
+
+  it("writes at once when the pending lines reach the size bound", () => {
+    const writes: string[] = [];
+    const lines = batchedLines((text) => writes.push(text), { maxDelayMs: 60_000, maxBytes: 10 });
+    lines.write("12345\n");
+    expect(writes).toEqual([]);
+    lines.write("67890\n");
+    expect(writes).toEqual(["12345\n67890\n"]);
+    lines.flush();
+    expect(writes).toHaveLength(1);
   });
 
   it("writes what is pending at once when flushed, and nothing twice", async () => {
     const writes: string[] = [];
-    const lines = batchedLines((text) => writes.push(text));
+    const lines = batchedLines((text) => writes.push(text), { maxDelayMs: 5 });
     lines.write("a\n");
     lines.flush();
     expect(writes).toEqual(["a\n"]);
-    await new Promise((done) => setImmediate(done));
+    await new Promise((done) => setTimeout(done, 20));
     lines.flush();
     expect(writes).toEqual(["a\n"]);
   });

@@ -142,6 +142,17 @@ describe("rate limits", () => {
     expect(rows.map((r) => r.hits)).toEqual([101]);
   });
 
+  it("leases a hundredth of a large limit at a time", async () => {
+    const app = limited(100_001);
+    const key = await freshKey();
+    for (let i = 0; i < 3; i++) expect((await call(app, "GET", "/api/v1/instances", { key })).status).toBe(200);
+    const { rows } = await t().admin("select c.hits from private.rate_counters c where c.subject = $1", [
+      `user:${(await userOfKey(key)).id}`,
+    ]);
+    // One lease: the first request and 1,000 ahead (a hundredth of 100,001).
+    expect(rows.map((r) => r.hits)).toEqual([1001]);
+  });
+
   it("weighs a bulk create, an import and an export as ten requests", async () => {
     const app = limited(100);
     const key = await freshKey();

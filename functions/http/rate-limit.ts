@@ -47,8 +47,12 @@ export async function rateWeight(c: Context<AppEnv>): Promise<number> {
   return HEAVY.find((rule) => rule.method === method && rule.path.test(c.req.path))?.weight ?? 1;
 }
 
-/** The most hits one lease takes beyond the request at hand. */
-const MOST_AHEAD = 100;
+/**
+ * Hits one lease takes beyond the request at hand: 100, or a hundredth of a
+ * large limit (a busy user of a 100,000 limit writes the shared count once
+ * per 1,000 requests, not per 100); never more than the limit.
+ */
+export const aheadFor = (limit: number) => Math.min(limit, Math.max(100, Math.floor(limit / 100)));
 /** Callers whose leases and credentials a process remembers; the oldest are forgotten beyond this. */
 const MOST_CALLERS = 10_000;
 
@@ -72,7 +76,7 @@ interface Lease {
  * locally. Leases are taken only from what is left, so all processes together
  * never admit more than the limit in a window (no overshoot); a process may
  * hold a few leased hits unspent when another is refused (at most an eighth
- * of what was left when it leased, and never more than MOST_AHEAD + 1).
+ * of what was left when it leased, and never more than aheadFor(limit) + 1).
  *
  * One per app (a server process, an Edge isolate). Keyed by credential (an
  * API key's hash, a token's subject) to find the user before the database
@@ -106,7 +110,7 @@ export class RateLimiter {
 
   /** What to ask the database for: this request's weight and a batch ahead. */
   chargeFor(weight: number): RateCharge {
-    return { weight, want: weight + Math.min(MOST_AHEAD, this.limit), limit: this.limit, windowSeconds: this.windowSeconds };
+    return { weight, want: weight + aheadFor(this.limit), limit: this.limit, windowSeconds: this.windowSeconds };
   }
 
   /** What the database leased to this credential's user; the request's own weight is spent from it. */

@@ -23,6 +23,18 @@ function compile(path: string): RegExp {
 }
 
 /**
+ * A path's bucket: its number of segments and its first three
+ * (`5 /api/v1/participants`), so a request tests the regular expressions of a
+ * handful of routes, not of all. Undefined for a path with fewer segments.
+ */
+function bucketOf(path: string): string | undefined {
+  if (path.includes("*")) return undefined;
+  const segments = path.split("/");
+  if (segments.length < 4) return undefined;
+  return `${segments.length} ${segments.slice(0, 4).join("/")}`;
+}
+
+/**
  * Knows which methods each registered path answers, so an unknown path gets
  * 404 and a known path with the wrong method 405 (with Allow) — both before
  * authentication, since the route list is public anyway (openapi.json).
@@ -32,22 +44,34 @@ function compile(path: string): RegExp {
  * parameterised one.
  */
 export class RouteTable {
-  private compiled?: CompiledRoute[];
+  private buckets?: Map<string, CompiledRoute[]>;
+  /** Routes whose first segments or length vary (a parameter there, or `*`): checked for every path. */
+  private anywhere: CompiledRoute[] = [];
 
   constructor(private readonly app: Hono<never>) {}
 
-  private routes(): CompiledRoute[] {
+  /** The routes a path could match: those of its length and first three segments, and the ones that vary. */
+  private candidates(path: string): CompiledRoute[] {
     // Built on first use, once every router is mounted. Middleware ("ALL") is not a route.
-    this.compiled ??= this.app.routes
-      .filter((r) => r.method !== "ALL")
-      .map((r) => ({ method: r.method, regex: compile(r.path), literal: !/[:*]/.test(r.path) }));
-    return this.compiled;
+    if (!this.buckets) {
+      this.buckets = new Map();
+      for (const r of this.app.routes) {
+        if (r.method === "ALL") continue;
+        const route = { method: r.method, regex: compile(r.path), literal: !/[:*]/.test(r.path) };
+        const key = bucketOf(r.path);
+        if (key === undefined || /[:*]/.test(key)) this.anywhere.push(route);
+        else this.buckets.set(key, [...(this.buckets.get(key) ?? []), route]);
+      }
+    }
+    const key = bucketOf(path);
+    const bucket = (key !== undefined && this.buckets.get(key)) || [];
+    return this.anywhere.length ? [...bucket, ...this.anywhere] : bucket;
   }
 
   /** Throws NOT_FOUND or METHOD_NOT_ALLOWED unless some route answers this method and path. */
   check(method: string, path: string): void {
     const wanted = method === "HEAD" ? "GET" : method;
-    const matching = this.routes().filter((r) => r.regex.test(path));
+    const matching = this.candidates(path).filter((r) => r.regex.test(path));
     // A path a route names literally is that resource: `/api-keys/my-key` is not also an `/api-keys/:id`.
     const named = matching.some((r) => r.literal) ? matching.filter((r) => r.literal) : matching;
     const allowed = new Set(named.map((r) => r.method));
