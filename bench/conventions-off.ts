@@ -51,17 +51,21 @@ const REWRITES: Record<string, [RegExp, string]> = {
   etag: [/p\.xmin::text as version/g, "'0'::text as version"],
 };
 
-/** A function rewriting a pg query config for the conventions named in `without`, or undefined. */
-export function offRewriter(without: string | undefined): ((config: unknown) => unknown) | undefined {
-  const rules = (without ?? "")
-    .split(",")
-    .filter(Boolean)
-    .map((name) => {
-      const rule = REWRITES[name];
-      if (!rule) throw new Error(`BENCH_WITHOUT: unknown convention ${name}`);
-      return rule;
-    });
-  if (rules.length === 0) return undefined;
+/**
+ * A function rewriting a pg query config for the conventions named in
+ * `without`, or undefined when none is and `symmetric` is not set. With
+ * `symmetric` (BENCH_REWRITE=1) every rule runs on every statement, those
+ * of conventions left on replacing their match by itself: the "on" server
+ * of a convention's contest then pays for the rewriting as the "off" one
+ * does, and the difference is the convention's alone.
+ */
+export function offRewriter(without: string | undefined, symmetric = false): ((config: unknown) => unknown) | undefined {
+  const off = new Set((without ?? "").split(",").filter(Boolean));
+  for (const name of off) if (!REWRITES[name]) throw new Error(`BENCH_WITHOUT: unknown convention ${name}`);
+  if (off.size === 0 && !symmetric) return undefined;
+  const rules = Object.entries(REWRITES)
+    .filter(([name]) => symmetric || off.has(name))
+    .map(([name, [pattern, by]]) => [pattern, off.has(name) ? by : "$&"] as const);
   const apply = (text: string) => rules.reduce((t, [pattern, by]) => t.replace(pattern, by), text);
   return (config) => {
     if (typeof config === "string") return apply(config);

@@ -25,13 +25,14 @@ import { Latencies } from "./stats.ts";
 
 /**
  * npm run bench [-- --duration 10 --rounds 2 --connections 32 --scenarios get,list,write
- *                  --skip-conventions --compare <commit> --smoke --out DIR --profile DIR]
+ *                  --skip-conventions --conventions rate-limits,request-log,etag,last-used-at,idempotency
+ *                  --skip-peers --compare <commit> --smoke --out DIR --profile DIR]
  *
  * Side by side, in alternating rounds, on DATABASE_URL's seeded database, with
  * the same role, RLS and data: the API, the hand-written node:http + pg server
  * and PostGraphile 4, for a get, a list and a single create; then each of the
- * API's per-request conventions on and off; with --compare, this checkout's
- * API against another commit's. Every target is printed met or NOT MET. See
+ * API's per-request conventions on and off, both loaded at once; with
+ * --compare, this checkout's API against another commit's, also at once. Every target is printed met or NOT MET. See
  * bench/README.md. The replay of the API's own statements (floor, raw, best)
  * is `npm run bench:diagnosis`.
  */
@@ -43,6 +44,7 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "32" },
     scenarios: { type: "string", default: SCENARIOS.map((s) => s.name).join(",") },
     "skip-conventions": { type: "boolean", default: false },
+    conventions: { type: "string" },
     "skip-peers": { type: "boolean", default: false },
     compare: { type: "string" },
     smoke: { type: "boolean", default: false },
@@ -81,27 +83,54 @@ interface Entrant {
 }
 
 /**
- * Loads each entrant with the scenario in `rounds` alternating rounds (the
- * order turned each round), so that a machine that drifts slows all alike;
- * the figures of one entrant are its rounds together.
+ * Loads the entrants with the scenario in `rounds` rounds. Alternating (the
+ * peers): one entrant at a time with every connection, the order turned each
+ * round, so that a machine that drifts slows all alike. Together (a
+ * convention on and off, two commits): all entrants at once, the connections
+ * shared out, so both meet the same machine at the same moment and the one
+ * that costs more per request serves fewer; on a 2-core machine shared with
+ * Postgres and the load generator, that ratio is far steadier than one of
+ * rounds taken in turn. Each entrant's figures are its rounds together, and
+ * its throughput per round (for throughputRatio).
  */
-async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]): Promise<Measured[]> {
-  const totals = entrants.map(() => ({ ok: 0, errors: 0, seconds: 0, latencies: new Latencies(), firstError: "" }));
-  for (const entrant of entrants) {
-    if (warmup > 0) await loadSide({ ...ask(entrant, scenario, vars), seconds: warmup });
+async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[], together = false): Promise<Measured[]> {
+  const totals = entrants.map(() => ({
+    ok: 0,
+    errors: 0,
+    seconds: 0,
+    latencies: new Latencies(),
+    firstError: "",
+    roundRps: [] as number[],
+  }));
+  const share = together ? Math.max(1, Math.floor(connections / entrants.length)) : connections;
+  const add = (n: number, r: Round) => {
+    const total = totals[n] as (typeof totals)[number];
+    total.ok += r.ok;
+    total.errors += r.errors;
+    total.seconds += r.seconds;
+    total.latencies.merge(r.latencies);
+    total.firstError ||= r.firstError ?? "";
+    total.roundRps.push(r.ok / Math.max(r.seconds, 1e-9));
+  };
+  if (warmup > 0) {
+    const warm = entrants.map((entrant) => () => loadSide({ ...ask(entrant, scenario, vars, share), seconds: warmup }));
+    if (together) await Promise.all(warm.map((w) => w()));
+    else for (const w of warm) await w();
   }
   for (let round = 0; round < rounds; round++) {
+    if (together) {
+      say(
+        `${scenario.name}: ${entrants.map((e) => e.label).join(" and ")} together, round ${round + 1}/${rounds}, ${seconds} s…`,
+      );
+      const results = await Promise.all(entrants.map((entrant) => loadSide({ ...ask(entrant, scenario, vars, share), seconds })));
+      for (const [n, r] of results.entries()) add(n, r);
+      continue;
+    }
     for (let i = 0; i < entrants.length; i++) {
       const n = (i + round) % entrants.length;
       const entrant = entrants[n] as Entrant;
       say(`${scenario.name}: ${entrant.label}, round ${round + 1}/${rounds}, ${seconds} s…`);
-      const r: Round = await loadSide({ ...ask(entrant, scenario, vars), seconds });
-      const total = totals[n] as (typeof totals)[number];
-      total.ok += r.ok;
-      total.errors += r.errors;
-      total.seconds += r.seconds;
-      total.latencies.merge(r.latencies);
-      total.firstError ||= r.firstError ?? "";
+      add(n, await loadSide({ ...ask(entrant, scenario, vars, share), seconds }));
     }
   }
   return entrants.map((entrant, n) => {
@@ -111,6 +140,7 @@ async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]
       requests: t.ok,
       errors: t.errors,
       rps: t.ok / Math.max(t.seconds, 1e-9),
+      round_rps: t.roundRps,
       p50_ms: t.latencies.percentileMs(50),
       p99_ms: t.latencies.percentileMs(99),
       ...(t.firstError ? { first_error: t.firstError } : {}),
@@ -118,22 +148,25 @@ async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]
   });
 }
 
-const ask = (entrant: Entrant, scenario: Scenario, vars: () => Vars) => ({
+const ask = (entrant: Entrant, scenario: Scenario, vars: () => Vars, share: number) => ({
   url: entrant.server.url,
   side: entrant.side,
   scenario,
   vars,
-  connections,
+  connections: share,
   headers: entrant.headers,
 });
 
 /** The API with its conventions, switched off one at a time by its settings or by the bench server (conventions-off.ts). */
-const CONVENTIONS: Array<{ name: string; env: Record<string, string>; scenarios: Scenario["name"][] }> = [
-  { name: "rate limits", env: { RATE_LIMIT_PER_MINUTE: "0" }, scenarios: ["get", "list"] },
-  { name: "request log", env: { LOG_LEVEL: "warning" }, scenarios: ["get", "list"] },
-  { name: "ETag", env: { BENCH_WITHOUT: "etag" }, scenarios: ["get"] },
-  { name: "key last_used_at", env: { BENCH_WITHOUT: "last_used_at" }, scenarios: ["get", "list"] },
+const CONVENTIONS: Array<{ slug: string; name: string; env: Record<string, string>; scenarios: Scenario["name"][] }> = [
+  { slug: "rate-limits", name: "rate limits", env: { RATE_LIMIT_PER_MINUTE: "0" }, scenarios: ["get", "list"] },
+  { slug: "request-log", name: "request log", env: { LOG_LEVEL: "warning" }, scenarios: ["get", "list"] },
+  { slug: "etag", name: "ETag", env: { BENCH_WITHOUT: "etag" }, scenarios: ["get"] },
+  { slug: "last-used-at", name: "key last_used_at", env: { BENCH_WITHOUT: "last_used_at" }, scenarios: ["get", "list"] },
 ];
+/** `--conventions rate-limits,etag`: only these (idempotency: the keyed create). */
+const IDEMPOTENCY = "idempotency";
+const conventionsWanted = (slug: string) => !args.conventions || args.conventions.split(",").includes(slug);
 
 async function withServers<T>(starts: Array<() => Promise<BenchServer>>, work: (servers: BenchServer[]) => Promise<T>) {
   const servers: BenchServer[] = [];
@@ -220,18 +253,25 @@ async function main() {
 
     if (!args["skip-conventions"]) {
       const writes = scenarios.find((s) => s.name === "write");
-      for (const convention of CONVENTIONS) {
-        await withServers([api(), api(convention.env)], async ([on, off]) => {
+      for (const convention of CONVENTIONS.filter((c) => conventionsWanted(c.slug))) {
+        // Both servers rewrite the statements (BENCH_REWRITE), only "off" drops the convention's part.
+        const rewriting = { BENCH_REWRITE: "1" };
+        await withServers([api(rewriting), api({ ...rewriting, ...convention.env })], async ([on, off]) => {
           for (const scenario of scenarios.filter((s) => convention.scenarios.includes(s.name))) {
-            const measured = await contest(scenario, vars, [
-              { label: "on", server: on as BenchServer, side: "api" },
-              { label: "off", server: off as BenchServer, side: "api" },
-            ]);
+            const measured = await contest(
+              scenario,
+              vars,
+              [
+                { label: "on", server: on as BenchServer, side: "api" },
+                { label: "off", server: off as BenchServer, side: "api" },
+              ],
+              true,
+            );
             run.conventions.push(contest2(convention.name, scenario.name, measured));
           }
         });
       }
-      if (writes) {
+      if (writes && conventionsWanted(IDEMPOTENCY)) {
         // The idempotency lookup exists only on POSTs: a create with a key against one without.
         await withServers([api()], async ([server]) => {
           const measured = await contest(writes, vars, [
@@ -255,10 +295,15 @@ async function main() {
           BenchServer.start(url, poolSize, { script: "node/server.ts", ...(root ? { root } : {}) });
         await withServers([start(), start(other.root)], async ([mine, theirs]) => {
           for (const scenario of scenarios) {
-            const measured = await contest(scenario, vars, [
-              { label: run.commit, server: mine as BenchServer, side: "api" },
-              { label: other.commit, server: theirs as BenchServer, side: "api" },
-            ]);
+            const measured = await contest(
+              scenario,
+              vars,
+              [
+                { label: run.commit, server: mine as BenchServer, side: "api" },
+                { label: other.commit, server: theirs as BenchServer, side: "api" },
+              ],
+              true,
+            );
             run.compare.push({ scenario: scenario.name, load_average: loadavg(), sides: measured });
           }
         });

@@ -41,7 +41,7 @@ Server.prototype.emit = function (this: Server, event: string, ...args: unknown[
  * without its touch), `etag` (the row version not read; the header then
  * carries a constant). The other conventions have settings of their own.
  */
-const rewrite = offRewriter(process.env.BENCH_WITHOUT);
+const rewrite = offRewriter(process.env.BENCH_WITHOUT, process.env.BENCH_REWRITE === "1");
 
 type Query = (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) => unknown;
 const proto = pg.Client.prototype as unknown as { query: Query };
