@@ -84,16 +84,13 @@ async function measureScenario(h: Harness, scenario: Scenario): Promise<Scenario
   // Captured with the server quiet: a request waiting for a pooled client
   // would otherwise run on in the context of the request that released it.
   await h.server.settleQueryCount();
-  // The same request just before: the pool hands the captured one the
-  // connection this one used last, where its statements are prepared, as they
-  // are on every connection under load. A read goes twice, by the captured
-  // caller: its rate lease is then in hand, as it is for nearly every request
-  // under load, so the capture holds no lease (the replay would repeat it).
+  // The same request twice just before, by the captured caller (a write with
+  // a user id of its own): the pool hands the captured one the connection the
+  // last used, where its statements are prepared, and the caller's rate lease
+  // is in hand, as both are for nearly every request under load; a capture
+  // that took a lease would have the replay repeat it.
   const first = h.vars();
-  if (scenario.method === "GET") {
-    await sendOne(h.server.url, scenario, first);
-    await sendOne(h.server.url, scenario, first);
-  } else await sendOne(h.server.url, scenario, h.vars());
+  for (let i = 0; i < 2; i++) await sendOne(h.server.url, scenario, { ...first, writeUserId: h.vars().writeUserId });
   const statements = await h.server.capture(() => sendOne(h.server.url, scenario, first));
   await h.server.settleQueryCount();
   const apiCpu = await sampleCpu(h.url, h.server.pid);
