@@ -22,13 +22,18 @@ async function cpuMsOf(pid: number): Promise<number | undefined> {
   }
 }
 
-/** Backends connected to the database of `url` (the server's pool and the raw baseline's). */
-async function backendPids(url: string): Promise<number[]> {
+/**
+ * Backends connected to the database of `url` (the server's pool and the raw
+ * baseline's), or only those of one server (`appName`, its application_name).
+ */
+async function backendPids(url: string, appName?: string): Promise<number[]> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     const { rows } = await client.query<{ pid: number }>(
-      "select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()",
+      `select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()
+         and ($1::text is null or application_name = $1)`,
+      [appName ?? null],
     );
     return rows.map((r) => r.pid);
   } finally {
@@ -48,8 +53,8 @@ export interface CpuPerRequest {
   postgres_ms?: number;
 }
 
-export async function sampleCpu(url: string, serverPid: number | undefined): Promise<CpuSample> {
-  const pids = await backendPids(url);
+export async function sampleCpu(url: string, serverPid: number | undefined, appName?: string): Promise<CpuSample> {
+  const pids = await backendPids(url, appName);
   const backends = new Map<number, number | undefined>();
   for (const pid of pids) backends.set(pid, await cpuMsOf(pid));
   return {
@@ -59,8 +64,14 @@ export async function sampleCpu(url: string, serverPid: number | undefined): Pro
 }
 
 /** CPU per request between two samples; backends that came or went in between count from 0 or not at all. */
-export async function cpuPerRequest(url: string, before: CpuSample, serverPid: number | undefined, requests: number) {
-  const after = await sampleCpu(url, serverPid);
+export async function cpuPerRequest(
+  url: string,
+  before: CpuSample,
+  serverPid: number | undefined,
+  requests: number,
+  appName?: string,
+) {
+  const after = await sampleCpu(url, serverPid, appName);
   const per = (a: number | undefined, b: number | undefined) =>
     a === undefined || b === undefined || requests === 0 ? undefined : (b - a) / requests;
   let postgres = 0;

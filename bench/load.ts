@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { say } from "../node/runtime.ts";
 import { installConventionsOff } from "./conventions-off.ts";
+import { type CpuSample, cpuPerRequest, sampleCpu } from "./cpu.ts";
 import {
   countParticipants,
   createSeeded,
@@ -25,7 +26,7 @@ import { Latencies } from "./stats.ts";
 
 /**
  * npm run bench [-- --duration 10 --rounds 2 --connections 32 --scenarios get,list,write
- *                  --skip-conventions --conventions rate-limits,request-log,etag,last-used-at,idempotency
+ *                  --skip-conventions --conventions rate-limits,request-log,etag,last-used-at,idempotency,control
  *                  --skip-peers --compare <commit> --smoke --out DIR --profile DIR]
  *
  * Side by side, in alternating rounds, on DATABASE_URL's seeded database, with
@@ -74,6 +75,9 @@ function commit(): string {
   }
 }
 
+/** The database every side runs on (bench/cpu.ts finds their backends there). */
+let benchUrl = "";
+
 /** A contestant: a running server and how to ask it (which side's requests, with which extra headers). */
 interface Entrant {
   label: string;
@@ -103,6 +107,22 @@ async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]
     roundRps: [] as number[],
   }));
   const share = together ? Math.max(1, Math.floor(connections / entrants.length)) : connections;
+  // CPU per request of each entrant's server and its Postgres backends, where each has a server of its own.
+  const ownServers = new Set(entrants.map((e) => e.server)).size === entrants.length;
+  const cpu = entrants.map(() => ({ server: 0, postgres: 0, requests: 0 }));
+  const sample = (n: number) => {
+    const server = (entrants[n] as Entrant).server;
+    return ownServers ? sampleCpu(benchUrl, server.pid, server.appName) : undefined;
+  };
+  const addCpu = async (n: number, before: CpuSample | undefined, r: Round) => {
+    if (!before) return;
+    const server = (entrants[n] as Entrant).server;
+    const per = await cpuPerRequest(benchUrl, before, server.pid, r.ok, server.appName);
+    const total = cpu[n] as (typeof cpu)[number];
+    total.server += (per.server_ms ?? 0) * r.ok;
+    total.postgres += (per.postgres_ms ?? 0) * r.ok;
+    total.requests += r.ok;
+  };
   const add = (n: number, r: Round) => {
     const total = totals[n] as (typeof totals)[number];
     total.ok += r.ok;
@@ -122,25 +142,34 @@ async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]
       say(
         `${scenario.name}: ${entrants.map((e) => e.label).join(" and ")} together, round ${round + 1}/${rounds}, ${seconds} s…`,
       );
+      const before = await Promise.all(entrants.map((_, n) => sample(n)));
       const results = await Promise.all(entrants.map((entrant) => loadSide({ ...ask(entrant, scenario, vars, share), seconds })));
-      for (const [n, r] of results.entries()) add(n, r);
+      for (const [n, r] of results.entries()) {
+        add(n, r);
+        await addCpu(n, before[n], r);
+      }
       continue;
     }
     for (let i = 0; i < entrants.length; i++) {
       const n = (i + round) % entrants.length;
       const entrant = entrants[n] as Entrant;
       say(`${scenario.name}: ${entrant.label}, round ${round + 1}/${rounds}, ${seconds} s…`);
-      add(n, await loadSide({ ...ask(entrant, scenario, vars, share), seconds }));
+      const before = await sample(n);
+      const r = await loadSide({ ...ask(entrant, scenario, vars, share), seconds });
+      add(n, r);
+      await addCpu(n, before, r);
     }
   }
   return entrants.map((entrant, n) => {
     const t = totals[n] as (typeof totals)[number];
+    const c = cpu[n] as (typeof cpu)[number];
     return {
       label: entrant.label,
       requests: t.ok,
       errors: t.errors,
       rps: t.ok / Math.max(t.seconds, 1e-9),
       round_rps: t.roundRps,
+      ...(c.requests > 0 ? { cpu_ms: { server: c.server / c.requests, postgres: c.postgres / c.requests } } : {}),
       p50_ms: t.latencies.percentileMs(50),
       p99_ms: t.latencies.percentileMs(99),
       ...(t.firstError ? { first_error: t.firstError } : {}),
@@ -164,8 +193,9 @@ const CONVENTIONS: Array<{ slug: string; name: string; env: Record<string, strin
   { slug: "etag", name: "ETag", env: { BENCH_WITHOUT: "etag" }, scenarios: ["get"] },
   { slug: "last-used-at", name: "key last_used_at", env: { BENCH_WITHOUT: "last_used_at" }, scenarios: ["get", "list"] },
 ];
-/** `--conventions rate-limits,etag`: only these (idempotency: the keyed create). */
+/** `--conventions rate-limits,etag`: only these (idempotency: the lookup on reads and a keyed create; control: two identical servers). */
 const IDEMPOTENCY = "idempotency";
+const CONTROL = "control";
 const conventionsWanted = (slug: string) => !args.conventions || args.conventions.split(",").includes(slug);
 
 async function withServers<T>(starts: Array<() => Promise<BenchServer>>, work: (servers: BenchServer[]) => Promise<T>) {
@@ -203,6 +233,7 @@ async function main() {
     await createSeeded(serverUrl, name, { tenants: 1, instancesPerTenant: 2, participantsPerInstance: 20, staffPerTenant: 1 });
     url = sibling(serverUrl, name);
   }
+  benchUrl = url;
   const seed = await readSeedFile(url);
   if (!seed)
     throw new Error(`no seed file for ${databaseName(url)}: run \`npm run bench:seed\` with the same DATABASE_URL first`);
@@ -271,19 +302,50 @@ async function main() {
           }
         });
       }
-      if (writes && conventionsWanted(IDEMPOTENCY)) {
-        // The idempotency lookup exists only on POSTs: a create with a key against one without.
+      // The idempotency lookup on get and list: the same server, with and without the header
+      // (a read's key is read and ignored); then what a keyed create costs, which is no
+      // per-request convention but the work a client asks for (a lock, a lookup, the stored
+      // answer): shown, not held to the budget.
+      const reads = scenarios.filter((s) => s.method === "GET");
+      const keyed = () => ({ "idempotency-key": randomBytes(12).toString("hex") });
+      const withAndWithout = (scenario: Scenario, server: BenchServer) =>
+        contest(
+          scenario,
+          vars,
+          [
+            { label: "on", server, side: "api", headers: keyed },
+            { label: "off", server, side: "api" },
+          ],
+          true,
+        );
+      if (conventionsWanted(IDEMPOTENCY)) {
         await withServers([api()], async ([server]) => {
-          const measured = await contest(writes, vars, [
-            {
-              label: "on",
-              server: server as BenchServer,
-              side: "api",
-              headers: () => ({ "idempotency-key": randomBytes(12).toString("hex") }),
-            },
-            { label: "off", server: server as BenchServer, side: "api" },
-          ]);
-          run.conventions.push(contest2("idempotency lookup", "write", measured));
+          for (const scenario of reads) {
+            run.conventions.push(
+              contest2("idempotency lookup", scenario.name, await withAndWithout(scenario, server as BenchServer)),
+            );
+          }
+          if (writes) {
+            const measured = await withAndWithout(writes, server as BenchServer);
+            run.conventions.push({ ...contest2("keyed create (Idempotency-Key)", "write", measured), budget: false });
+          }
+        });
+      }
+      // The noise floor: two identical servers, loaded together as every convention's pair is.
+      if (conventionsWanted(CONTROL)) {
+        await withServers([api({ BENCH_REWRITE: "1" }), api({ BENCH_REWRITE: "1" })], async ([one, other]) => {
+          for (const scenario of reads) {
+            const measured = await contest(
+              scenario,
+              vars,
+              [
+                { label: "on", server: one as BenchServer, side: "api" },
+                { label: "off", server: other as BenchServer, side: "api" },
+              ],
+              true,
+            );
+            run.conventions.push({ ...contest2("control: two identical servers", scenario.name, measured), budget: false });
+          }
         });
       }
     }

@@ -9,6 +9,8 @@ export interface Measured {
   rps: number;
   /** Throughput of each round, in order (throughputRatio). */
   round_rps?: number[];
+  /** CPU milliseconds per request: the side's server process and its Postgres backends (bench/cpu.ts, Linux). */
+  cpu_ms?: { server: number; postgres: number };
   p50_ms: number;
   p99_ms: number;
   first_error?: string;
@@ -25,6 +27,8 @@ export interface PeerScenario {
 /** One convention's cost: the API with it (on) and without it (off), side by side. */
 export interface Contest {
   convention: string;
+  /** False for a figure shown but not held to the 5 % budget (the control, a keyed create). */
+  budget?: boolean;
   scenario: string;
   load_average: number[];
   on: Measured;
@@ -105,6 +109,7 @@ export function verdicts(run: PeersRun): Verdict[] {
     });
   }
   for (const c of run.conventions) {
+    if (c.budget === false) continue;
     const cost = 1 - throughputRatio(c.on, c.off);
     out.push({
       target: `${c.convention} on ${c.scenario}: costs ≤ ${CONVENTION_BUDGET * 100} %`,
@@ -114,6 +119,16 @@ export function verdicts(run: PeersRun): Verdict[] {
   }
   return out;
 }
+
+/** How much more CPU per request `on` spent than `off` (server and backends together), where both were measured. */
+export function cpuCost(on: Measured, off: Measured): number | undefined {
+  if (!on.cpu_ms || !off.cpu_ms) return undefined;
+  const total = (m: { server: number; postgres: number }) => m.server + m.postgres;
+  return total(on.cpu_ms) / total(off.cpu_ms) - 1;
+}
+
+const cpuText = (m: Measured) =>
+  m.cpu_ms ? `  CPU/req ${m.cpu_ms.server.toFixed(3)} + ${m.cpu_ms.postgres.toFixed(3)} ms (server + Postgres)` : "";
 
 const num = (n: number, digits = 0) => n.toLocaleString("en", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
@@ -132,7 +147,7 @@ export function renderPeers(run: PeersRun): string {
   for (const s of run.peers) {
     const [api, hand, postgraphile] = s.sides as [Measured, Measured, Measured];
     lines.push("", `${s.scenario.padEnd(6)} ${s.title}   (load ${load(s.load_average)})`);
-    for (const side of s.sides) lines.push(`  ${side.label.padEnd(14)}${figures(side)}`);
+    for (const side of s.sides) lines.push(`  ${side.label.padEnd(14)}${figures(side)}${cpuText(side)}`);
     lines.push(
       `  API/hand-written ${throughputRatio(api, hand).toFixed(2)}   API/PostGraphile ${throughputRatio(api, postgraphile).toFixed(2)}`,
     );
@@ -140,8 +155,12 @@ export function renderPeers(run: PeersRun): string {
   if (run.conventions.length > 0) {
     lines.push("", "conventions (the API with each on and off, both loaded at once; cost: median of the rounds' ratios):");
     for (const c of run.conventions) {
-      lines.push(`  ${`${c.convention}, ${c.scenario}`.padEnd(28)} on ${figures(c.on)}`);
-      lines.push(`  ${"".padEnd(28)} off${figures(c.off)}   cost ${((1 - throughputRatio(c.on, c.off)) * 100).toFixed(1)} %`);
+      lines.push(`  ${`${c.convention}, ${c.scenario}`.padEnd(40)} on ${figures(c.on)}${cpuText(c.on)}`);
+      const byCpu = cpuCost(c.on, c.off);
+      const cost = `${((1 - throughputRatio(c.on, c.off)) * 100).toFixed(1)} %${byCpu === undefined ? "" : ` (CPU per request ${(byCpu * 100).toFixed(1)} %)`}`;
+      lines.push(
+        `  ${"".padEnd(40)} off${figures(c.off)}${cpuText(c.off)}   ${c.budget === false ? `difference ${cost} (no budget)` : `cost ${cost}`}`,
+      );
     }
   }
   if (run.compare.length > 0) {

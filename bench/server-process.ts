@@ -60,6 +60,8 @@ export class BenchServer {
         ...process.env,
         ...options.env,
         DATABASE_URL: databaseUrl,
+        // Its Postgres backends are told apart by this (bench/cpu.ts).
+        PGAPPNAME: appNameOf(port),
         PORT: String(port),
         DB_POOL_SIZE: String(poolSize),
       },
@@ -86,6 +88,11 @@ export class BenchServer {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  /** The application_name of its connections to Postgres. */
+  get appName(): string {
+    return appNameOf(Number(new URL(this.url).port));
   }
 
   private ask(request: ServerRequest): Promise<ServerReply>;
@@ -138,3 +145,5 @@ export class BenchServer {
     if (this.child.exitCode === null) this.child.kill("SIGKILL");
   }
 }
+
+const appNameOf = (port: number) => `camp_bench_${port}`;

@@ -125,8 +125,8 @@ interface OneStatement {
 interface Opening {
   /** The key check with the scope's settings in its select list (CALLER_CHECK and its values). */
   check: pg.QueryConfig;
-  /** The same check as a text of its own, values inlined, for a connection that prepares nothing. */
-  text: string;
+  /** The same check as a text of its own, values inlined, when it is not a named statement. */
+  text?: string;
   /** Takes the check's row (the caller); called once, when it has run. */
   opened(row: ApiKeyRow | undefined): void;
 }
@@ -334,8 +334,8 @@ export interface TenantOptions {
 export interface DeferredCaller<P> {
   /** The key check with the tenant scope in its select list (CALLER_CHECK and its values). */
   check: pg.QueryConfig;
-  /** The same as a text of its own (keyScopeSelect), for a connection that prepares nothing. */
-  text: string;
+  /** The same as a text of its own (keyScopeSelect), when the check is not a named statement. */
+  text?: string;
   principalOf(row: ApiKeyRow): P;
 }
 
@@ -517,7 +517,8 @@ export class RequestDatabase {
     ids: RequestIds = {},
   ): TenantScope<P> {
     const check = statement(CALLER_CHECK, [hash, ids.requestId ?? null, ids.clientRequestId ?? null], this.prepare);
-    const text = keyScopeSelect("api_key_caller", hash, ids);
+    // The text form only where the check cannot be prepared (see open).
+    const text = check.name ? undefined : keyScopeSelect("api_key_caller", hash, ids);
     return new TenantScope(this.connection, this.prepare, { check, text, principalOf: toPrincipal });
   }
 
