@@ -1,5 +1,8 @@
 import { type ChildProcess, fork } from "node:child_process";
+import { closeSync, openSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { CapturedStatement, FloorReply, FloorRequest, ServerReply, ServerRequest, Template } from "./server-protocol.ts";
 
@@ -21,15 +24,26 @@ async function freePort(): Promise<number> {
  * API server (bench/server.ts) or the Node floor (bench/floor-server.ts).
  */
 export class BenchServer {
-  private output = "";
-
   private constructor(
     private readonly child: ChildProcess,
     readonly url: string,
-  ) {
-    child.stderr?.on("data", (chunk) => {
-      this.output = (this.output + chunk).slice(-4000);
-    });
+    /**
+     * Its stderr (the request log at info): a file, as a production log is
+     * written to a file or a collector that keeps up. A pipe to this process
+     * would be read only when the load generator has time, and a full pipe
+     * stalls the server's synchronous writes: the log would seem to cost what
+     * the bench's own reading costs.
+     */
+    private readonly logFile: string,
+  ) {}
+
+  /** The end of what the server wrote to stderr, for an error message. */
+  private get output(): string {
+    try {
+      return readFileSync(this.logFile, "utf8").slice(-4000);
+    } catch {
+      return "";
+    }
   }
 
   /** `profileDir`: write a V8 CPU profile of the server there when it stops. */
@@ -49,6 +63,8 @@ export class BenchServer {
     const root = options.root ?? ROOT;
     const script = options.script ?? "server.ts";
     const profile = options.profileDir ? ["--cpu-prof", "--cpu-prof-dir", options.profileDir] : [];
+    const logFile = join(tmpdir(), `camp-bench-server-${port}-${process.pid}.log`);
+    const log = openSync(logFile, "w");
     const child = fork(`${root}/${script.includes("/") ? script : `bench/${script}`}`, [], {
       cwd: root,
       execArgv: ["--import", "tsx", ...profile],
@@ -65,9 +81,10 @@ export class BenchServer {
         PORT: String(port),
         DB_POOL_SIZE: String(poolSize),
       },
-      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      stdio: ["ignore", "ignore", log, "ipc"],
     });
-    const server = new BenchServer(child, `http://127.0.0.1:${port}`);
+    closeSync(log);
+    const server = new BenchServer(child, `http://127.0.0.1:${port}`, logFile);
     await server.waitUntilHealthy();
     return server;
   }
@@ -138,11 +155,13 @@ export class BenchServer {
   }
 
   async stop(): Promise<void> {
-    if (this.child.exitCode !== null) return;
-    const exited = new Promise((r) => this.child.once("exit", r));
-    this.child.kill("SIGTERM");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
-    if (this.child.exitCode === null) this.child.kill("SIGKILL");
+    if (this.child.exitCode === null) {
+      const exited = new Promise((r) => this.child.once("exit", r));
+      this.child.kill("SIGTERM");
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+      if (this.child.exitCode === null) this.child.kill("SIGKILL");
+    }
+    rmSync(this.logFile, { force: true });
   }
 }
 
