@@ -54,6 +54,9 @@ $$;
 -- before the query runs without its scope, so this raises (CA401) where
 -- authenticate_api_key returns no row; Postgres runs nothing after an error
 -- in a multi-statement text. Definer now too: it reads the keys itself.
+-- Its body is authenticate_api_key's but for the not-found branch: each is on
+-- the path of every request, so neither calls the other (a nested PL/pgSQL
+-- call costs more than the lookup).
 create or replace function private.api_key_caller(p_key_hash bytea)
   returns table (key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
   language plpgsql
