@@ -284,20 +284,22 @@ async function main() {
 
     if (!args["skip-conventions"]) {
       const writes = scenarios.find((s) => s.name === "write");
+      // Both servers of a pair rewrite the statements (BENCH_REWRITE); only "off" drops a convention's part.
+      const rewriting = { BENCH_REWRITE: "1" };
+      const pair = (scenario: Scenario, on: BenchServer, off: BenchServer) =>
+        contest(
+          scenario,
+          vars,
+          [
+            { label: "on", server: on, side: "api" },
+            { label: "off", server: off, side: "api" },
+          ],
+          true,
+        );
       for (const convention of CONVENTIONS.filter((c) => conventionsWanted(c.slug))) {
-        // Both servers rewrite the statements (BENCH_REWRITE), only "off" drops the convention's part.
-        const rewriting = { BENCH_REWRITE: "1" };
         await withServers([api(rewriting), api({ ...rewriting, ...convention.env })], async ([on, off]) => {
           for (const scenario of scenarios.filter((s) => convention.scenarios.includes(s.name))) {
-            const measured = await contest(
-              scenario,
-              vars,
-              [
-                { label: "on", server: on as BenchServer, side: "api" },
-                { label: "off", server: off as BenchServer, side: "api" },
-              ],
-              true,
-            );
+            const measured = await pair(scenario, on as BenchServer, off as BenchServer);
             run.conventions.push(contest2(convention.name, scenario.name, measured));
           }
         });
@@ -333,17 +335,9 @@ async function main() {
       }
       // The noise floor: two identical servers, loaded together as every convention's pair is.
       if (conventionsWanted(CONTROL)) {
-        await withServers([api({ BENCH_REWRITE: "1" }), api({ BENCH_REWRITE: "1" })], async ([one, other]) => {
+        await withServers([api(rewriting), api(rewriting)], async ([one, other]) => {
           for (const scenario of reads) {
-            const measured = await contest(
-              scenario,
-              vars,
-              [
-                { label: "on", server: one as BenchServer, side: "api" },
-                { label: "off", server: other as BenchServer, side: "api" },
-              ],
-              true,
-            );
+            const measured = await pair(scenario, one as BenchServer, other as BenchServer);
             run.conventions.push({ ...contest2("control: two identical servers", scenario.name, measured), budget: false });
           }
         });
