@@ -96,8 +96,24 @@ interface Entrant {
  * Postgres and the load generator, that ratio is far steadier than one of
  * rounds taken in turn. Each entrant's figures are its rounds together, and
  * its throughput per round (for throughputRatio).
+ *
+ * Switched (a convention on and off, `switched`: one switch server,
+ * bench/switch-server.ts): the two entrants, "on" and "off", are the two apps
+ * of one process, loaded in turn with every connection, switched before each
+ * round in blocks of four, on, off, off, on, so that within a block a
+ * machine drifting evenly slows both alike. One process serves both sides,
+ * so nothing that differs between two processes with the same settings
+ * (bench/README.md) is counted as the convention's cost. Its rounds are four
+ * times as many and a quarter as long, so that it takes the time of any
+ * other contest and has as many blocks as that has rounds.
  */
-async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[], together = false): Promise<Measured[]> {
+async function contest(
+  scenario: Scenario,
+  vars: () => Vars,
+  entrants: Entrant[],
+  together = false,
+  switched?: BenchServer,
+): Promise<Measured[]> {
   const totals = entrants.map(() => ({
     ok: 0,
     errors: 0,
@@ -107,8 +123,8 @@ async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]
     roundRps: [] as number[],
   }));
   const share = together ? Math.max(1, Math.floor(connections / entrants.length)) : connections;
-  // CPU per request of each entrant's server and its Postgres backends, where each has a server of its own.
-  const ownServers = new Set(entrants.map((e) => e.server)).size === entrants.length;
+  // CPU per request of each entrant's server and its Postgres backends, where each has a server of its own or is loaded alone.
+  const ownServers = !together || new Set(entrants.map((e) => e.server)).size === entrants.length;
   const cpu = entrants.map(() => ({ server: 0, postgres: 0, requests: 0 }));
   const sample = (n: number) => {
     const server = (entrants[n] as Entrant).server;
@@ -132,18 +148,37 @@ async function contest(scenario: Scenario, vars: () => Vars, entrants: Entrant[]
     total.firstError ||= r.firstError ?? "";
     total.roundRps.push(r.ok / Math.max(r.seconds, 1e-9));
   };
+  const roundCount = switched ? 4 * rounds : rounds;
+  const roundSeconds = switched ? seconds / 4 : seconds;
   if (warmup > 0) {
-    const warm = entrants.map((entrant) => () => loadSide({ ...ask(entrant, scenario, vars, share), seconds: warmup }));
+    const warm = entrants.map((entrant) => async () => {
+      await switched?.switchTo(entrant.label === "on" ? "on" : "off");
+      await loadSide({ ...ask(entrant, scenario, vars, share), seconds: warmup });
+    });
     if (together) await Promise.all(warm.map((w) => w()));
     else for (const w of warm) await w();
   }
-  for (let round = 0; round < rounds; round++) {
+  for (let round = 0; round < roundCount; round++) {
+    if (switched) {
+      // Blocks of on, off, off, on.
+      const n = [0, 1, 1, 0][round % 4] as number;
+      const entrant = entrants[n] as Entrant;
+      await switched.switchTo(entrant.label === "on" ? "on" : "off");
+      say(`${scenario.name}: ${entrant.label}, round ${round + 1}/${roundCount}, ${roundSeconds} s…`);
+      const before = await sample(n);
+      const r = await loadSide({ ...ask(entrant, scenario, vars, share), seconds: roundSeconds });
+      add(n, r);
+      await addCpu(n, before, r);
+      continue;
+    }
     if (together) {
       say(
-        `${scenario.name}: ${entrants.map((e) => e.label).join(" and ")} together, round ${round + 1}/${rounds}, ${seconds} s…`,
+        `${scenario.name}: ${entrants.map((e) => e.label).join(" and ")} together, round ${round + 1}/${roundCount}, ${roundSeconds} s…`,
       );
       const before = await Promise.all(entrants.map((_, n) => sample(n)));
-      const results = await Promise.all(entrants.map((entrant) => loadSide({ ...ask(entrant, scenario, vars, share), seconds })));
+      const results = await Promise.all(
+        entrants.map((entrant) => loadSide({ ...ask(entrant, scenario, vars, share), seconds: roundSeconds })),
+      );
       for (const [n, r] of results.entries()) {
         add(n, r);
         await addCpu(n, before[n], r);
@@ -284,23 +319,41 @@ async function main() {
 
     if (!args["skip-conventions"]) {
       const writes = scenarios.find((s) => s.name === "write");
-      // Both servers of a pair rewrite the statements (BENCH_REWRITE); only "off" drops a convention's part.
-      const rewriting = { BENCH_REWRITE: "1" };
-      const pair = (scenario: Scenario, on: BenchServer, off: BenchServer) =>
+      const reads = scenarios.filter((s) => s.method === "GET");
+      // The peers' creates out and the table vacuumed, so every list below counts the same rows the same way.
+      await removeBenchWrites(url, WRITE_PREFIX);
+      // A switch server: an app with the convention and one without (`off`, its settings), one process.
+      const switchServer = (off: Record<string, string>) => () =>
+        BenchServer.start(url, poolSize, { script: "switch-server.ts", env: { BENCH_OFF_ENV: JSON.stringify(off) } });
+      const switchedContest = (scenario: Scenario, server: BenchServer) =>
         contest(
           scenario,
           vars,
           [
-            { label: "on", server: on, side: "api" },
-            { label: "off", server: off, side: "api" },
+            { label: "on", server, side: "api" },
+            { label: "off", server, side: "api" },
           ],
-          true,
+          false,
+          server,
         );
+      // The noise floor: a switch server whose two apps are the same, measured as every convention is.
+      if (conventionsWanted(CONTROL)) {
+        await withServers([switchServer({})], async ([server]) => {
+          for (const scenario of reads) {
+            const measured = await switchedContest(scenario, server as BenchServer);
+            run.conventions.push({
+              ...contest2("control: both apps the same", scenario.name, measured),
+              switched: true,
+              budget: false,
+            });
+          }
+        });
+      }
       for (const convention of CONVENTIONS.filter((c) => conventionsWanted(c.slug))) {
-        await withServers([api(rewriting), api({ ...rewriting, ...convention.env })], async ([on, off]) => {
+        await withServers([switchServer(convention.env)], async ([server]) => {
           for (const scenario of scenarios.filter((s) => convention.scenarios.includes(s.name))) {
-            const measured = await pair(scenario, on as BenchServer, off as BenchServer);
-            run.conventions.push(contest2(convention.name, scenario.name, measured));
+            const measured = await switchedContest(scenario, server as BenchServer);
+            run.conventions.push({ ...contest2(convention.name, scenario.name, measured), switched: true });
           }
         });
       }
@@ -308,7 +361,6 @@ async function main() {
       // (a read's key is read and ignored); then what a keyed create costs, which is no
       // per-request convention but the work a client asks for (a lock, a lookup, the stored
       // answer): shown, not held to the budget.
-      const reads = scenarios.filter((s) => s.method === "GET");
       const keyed = () => ({ "idempotency-key": randomBytes(12).toString("hex") });
       const withAndWithout = (scenario: Scenario, server: BenchServer) =>
         contest(
@@ -330,15 +382,6 @@ async function main() {
           if (writes) {
             const measured = await withAndWithout(writes, server as BenchServer);
             run.conventions.push({ ...contest2("keyed create (Idempotency-Key)", "write", measured), budget: false });
-          }
-        });
-      }
-      // The noise floor: two identical servers, loaded together as every convention's pair is.
-      if (conventionsWanted(CONTROL)) {
-        await withServers([api(rewriting), api(rewriting)], async ([one, other]) => {
-          for (const scenario of reads) {
-            const measured = await pair(scenario, one as BenchServer, other as BenchServer);
-            run.conventions.push({ ...contest2("control: two identical servers", scenario.name, measured), budget: false });
           }
         });
       }

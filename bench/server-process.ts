@@ -4,7 +4,16 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { CapturedStatement, FloorReply, FloorRequest, ServerReply, ServerRequest, Template } from "./server-protocol.ts";
+import type {
+  CapturedStatement,
+  FloorReply,
+  FloorRequest,
+  ServerReply,
+  ServerRequest,
+  SwitchReply,
+  SwitchRequest,
+  Template,
+} from "./server-protocol.ts";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
 
@@ -52,7 +61,13 @@ export class BenchServer {
     poolSize: number,
     options: {
       /** A script under bench/ (the instrumented API by default), or `node/server.ts` of `root`. */
-      script?: "server.ts" | "floor-server.ts" | "hand-server.ts" | "postgraphile-server.ts" | "node/server.ts";
+      script?:
+        | "server.ts"
+        | "switch-server.ts"
+        | "floor-server.ts"
+        | "hand-server.ts"
+        | "postgraphile-server.ts"
+        | "node/server.ts";
       profileDir?: string;
       /** Another checkout to run (bench --compare); this one by default. */
       root?: string;
@@ -114,9 +129,10 @@ export class BenchServer {
 
   private ask(request: ServerRequest): Promise<ServerReply>;
   private ask(request: FloorRequest): Promise<FloorReply>;
-  private ask(request: ServerRequest | FloorRequest): Promise<ServerReply | FloorReply> {
+  private ask(request: SwitchRequest): Promise<SwitchReply>;
+  private ask(request: ServerRequest | FloorRequest | SwitchRequest): Promise<ServerReply | FloorReply | SwitchReply> {
     return new Promise((resolve) => {
-      this.child.once("message", (reply) => resolve(reply as ServerReply | FloorReply));
+      this.child.once("message", (reply) => resolve(reply as ServerReply | FloorReply | SwitchReply));
       this.child.send(request);
     });
   }
@@ -124,6 +140,11 @@ export class BenchServer {
   /** The floor only: the statements to replay for each request from now on, and the status to answer with. */
   async serve(templates: Template[], status: number): Promise<void> {
     await this.ask({ type: "serve", templates, status });
+  }
+
+  /** A switch server only (bench/switch-server.ts): answer with the app that has the convention, or the one without. */
+  async switchTo(serve: "on" | "off"): Promise<void> {
+    await this.ask({ type: "switch", serve });
   }
 
   /** pg round trips since the last call. */

@@ -37,6 +37,10 @@ export type Value = { value: unknown } | { slot: Slot };
 export type ServerRequest = { type: "count" } | { type: "capture"; on: boolean };
 export type ServerReply = { type: "count"; queries: number } | { type: "capture"; statements: CapturedStatement[] };
 
+/** bench/switch-server.ts: which of its two apps answers from now on (the one with the convention, or the one without). */
+export type SwitchRequest = { type: "switch"; serve: "on" | "off" };
+export type SwitchReply = { type: "switched"; serving: "on" | "off" };
+
 /** Sent by the bench on the one request whose statements it captures. */
 export const CAPTURE_HEADER = "x-bench-capture";
 

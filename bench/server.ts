@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { Server } from "node:http";
 import pg from "pg";
 import { startServer } from "../node/server.ts";
-import { offRewriter } from "./conventions-off.ts";
 import { CAPTURE_HEADER, type CapturedStatement, type ServerReply, type ServerRequest } from "./server-protocol.ts";
 
 /**
@@ -35,20 +34,11 @@ Server.prototype.emit = function (this: Server, event: string, ...args: unknown[
   return emit.call(this, event, ...args);
 } as typeof emit;
 
-/**
- * Conventions switched off for their on/off cost (bench/conventions-off.ts),
- * by rewriting the statements the API sends: `last_used_at` (the key lookup
- * without its touch), `etag` (the row version not read; the header then
- * carries a constant). The other conventions have settings of their own.
- */
-const rewrite = offRewriter(process.env.BENCH_WITHOUT, process.env.BENCH_REWRITE === "1");
-
 type Query = (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) => unknown;
 const proto = pg.Client.prototype as unknown as { query: Query };
 const original = proto.query;
 proto.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
   queries++;
-  if (rewrite) config = rewrite(config);
   const named = config as { name?: string; text?: string } | string;
   if (typeof named === "object" && named.name && named.text && !namedTexts.has(named.name)) {
     namedTexts.set(named.name, named.text);
