@@ -1,12 +1,13 @@
 import pg from "pg";
 
 /**
- * Conventions the API has no setting for, switched off in the bench server
- * alone (BENCH_WITHOUT=last_used_at,etag) by rewriting the statements it
- * sends, so that each convention's cost is measured with it on and off in one
- * run. Rate limits (RATE_LIMIT_PER_MINUTE=0) and the request log
+ * Conventions the API has no setting for, switched off in the bench's switch
+ * server alone (bench/switch-server.ts, BENCH_WITHOUT=last_used_at or etag in
+ * its off app's settings) by rewriting the statements that app's pool sends,
+ * so that each convention's cost is measured with it on and off in one run.
+ * Rate limits (RATE_LIMIT_PER_MINUTE=0) and the request log
  * (LOG_LEVEL=warning) have real settings; the idempotency lookup is measured
- * as a create with and without an Idempotency-Key.
+ * as a read with and without an Idempotency-Key.
  */
 
 export const OFF_SCHEMA = "bench_off";
@@ -54,10 +55,10 @@ const REWRITES: Record<string, [RegExp, string]> = {
 /**
  * A function rewriting a pg query config for the conventions named in
  * `without`, or undefined when none is and `symmetric` is not set. With
- * `symmetric` (BENCH_REWRITE=1) every rule runs on every statement, those
- * of conventions left on replacing their match by itself: the "on" server
- * of a convention's contest then pays for the rewriting as the "off" one
- * does, and the difference is the convention's alone.
+ * `symmetric` every rule runs on every statement, those of conventions left
+ * on replacing their match by itself: the "on" app of a convention's contest
+ * then pays for the rewriting as the "off" one does, and the difference is
+ * the convention's alone.
  */
 export function offRewriter(without: string | undefined, symmetric = false): ((config: unknown) => unknown) | undefined {
   const off = new Set((without ?? "").split(",").filter(Boolean));

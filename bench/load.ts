@@ -89,13 +89,12 @@ interface Entrant {
 /**
  * Loads the entrants with the scenario in `rounds` rounds. Alternating (the
  * peers): one entrant at a time with every connection, the order turned each
- * round, so that a machine that drifts slows all alike. Together (a
- * convention on and off, two commits): all entrants at once, the connections
- * shared out, so both meet the same machine at the same moment and the one
- * that costs more per request serves fewer; on a 2-core machine shared with
- * Postgres and the load generator, that ratio is far steadier than one of
- * rounds taken in turn. Each entrant's figures are its rounds together, and
- * its throughput per round (for throughputRatio).
+ * round, so that a machine that drifts slows all alike. Together (a read
+ * with and without an Idempotency-Key, two commits): all entrants at once,
+ * the connections shared out, so both meet the same machine at the same
+ * moment and the one that costs more per request serves fewer. Each
+ * entrant's figures are its rounds together, and its throughput per round
+ * (for throughputRatio and conventionRatio).
  *
  * Switched (a convention on and off, `switched`: one switch server,
  * bench/switch-server.ts): the two entrants, "on" and "off", are the two apps
