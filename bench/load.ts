@@ -27,6 +27,7 @@ import { Latencies } from "./stats.ts";
 /**
  * npm run bench [-- --duration 10 --rounds 2 --connections 32 --scenarios get,list,write
  *                  --skip-conventions --conventions rate-limits,request-log,etag,last-used-at,idempotency,control
+ *                  --convention-blocks N
  *                  --skip-peers --compare <commit> --smoke --out DIR --profile DIR]
  *
  * Side by side, in alternating rounds, on DATABASE_URL's seeded database, with
@@ -45,6 +46,7 @@ const { values: args } = parseArgs({
     connections: { type: "string", default: "32" },
     scenarios: { type: "string", default: SCENARIOS.map((s) => s.name).join(",") },
     "skip-conventions": { type: "boolean", default: false },
+    "convention-blocks": { type: "string" },
     conventions: { type: "string" },
     "skip-peers": { type: "boolean", default: false },
     compare: { type: "string" },
@@ -57,6 +59,8 @@ const { values: args } = parseArgs({
 const smoke = args.smoke ?? false;
 const seconds = Number(args.duration ?? (smoke ? 0.5 : 10));
 const rounds = Number(args.rounds ?? (smoke ? 1 : 2));
+/** Blocks of four rounds per convention's switched contest (as many as `rounds` unless told). */
+const conventionBlocks = Number(args["convention-blocks"] ?? rounds);
 const warmup = Number(args.warmup ?? (smoke ? 0 : 2));
 const connections = smoke ? 4 : Number(args.connections);
 const poolSize = Number(process.env.DB_POOL_SIZE || 10);
@@ -102,9 +106,10 @@ interface Entrant {
  * round in blocks of four, on, off, off, on, so that within a block a
  * machine drifting evenly slows both alike. One process serves both sides,
  * so nothing that differs between two processes with the same settings
- * (bench/README.md) is counted as the convention's cost. Its rounds are four
- * times as many and a quarter as long, so that it takes the time of any
- * other contest and has as many blocks as that has rounds.
+ * (bench/README.md) is counted as the convention's cost. Its rounds are a
+ * quarter as long as the others', four to a block, `--convention-blocks`
+ * blocks (as many as `--rounds` unless told: then a contest takes the time of
+ * any other).
  */
 async function contest(
   scenario: Scenario,
@@ -147,7 +152,7 @@ async function contest(
     total.firstError ||= r.firstError ?? "";
     total.roundRps.push(r.ok / Math.max(r.seconds, 1e-9));
   };
-  const roundCount = switched ? 4 * rounds : rounds;
+  const roundCount = switched ? 4 * conventionBlocks : rounds;
   const roundSeconds = switched ? seconds / 4 : seconds;
   if (warmup > 0) {
     const warm = entrants.map((entrant) => async () => {
