@@ -64,6 +64,13 @@ const word = (i: number) => WORDS[i % WORDS.length] as string;
 /** A timestamp column as text that sorts as the time does (UTC, microseconds). */
 const ts = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
+/**
+ * A timestamp column as the API writes it, to the millisecond. The contacts
+ * list sorts the values it answers with, so two contacts made in the same
+ * millisecond tie there and go by id.
+ */
+const tsMs = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
 /** Postgres's order for one key: an unset value after every set one when ascending, before when descending. */
 function compareValues(a: Value | undefined, b: Value | undefined, kind: "text" | "number"): number {
   const x = a ?? null;
@@ -367,8 +374,8 @@ const MODELS: Record<string, ListModel> = {
     path: () => `/api/v1/participants/${fixture.participant}/contacts`,
     rows: () =>
       owner(
-        `select id::text, emergency_order, ${ts("created_at")} as created_at, ${ts("updated_at")} as updated_at,
-           ${ts("deleted_at")} as deleted_at from public.participant_contacts where tenant_id = $1 and participant_id = $2`,
+        `select id::text, emergency_order, ${tsMs("created_at")} as created_at, ${tsMs("updated_at")} as updated_at,
+           ${tsMs("deleted_at")} as deleted_at from public.participant_contacts where tenant_id = $1 and participant_id = $2`,
         [tenantId, fixture.participant],
       ),
     params: () => ({
