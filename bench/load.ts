@@ -102,11 +102,13 @@ interface Entrant {
  *
  * Switched (a convention on and off, `switched`: one switch server,
  * bench/switch-server.ts): the two entrants, "on" and "off", are the two apps
- * of one process, loaded in turn with every connection, switched before each
- * round in blocks of four, on, off, off, on, so that within a block a
- * machine drifting evenly slows both alike. One process serves both sides,
- * so nothing that differs between two processes with the same settings
- * (bench/README.md) is counted as the convention's cost. Its rounds are a
+ * of one process on one pool, loaded in turn with every connection, switched
+ * before each round in blocks of four, on, off, off, on, then off, on, on,
+ * off, so that within a block a machine drifting evenly slows both alike and
+ * neither side keeps the same places in a block. One process and one pool
+ * serve both sides, so nothing that differs between two processes or two
+ * pools with the same settings (bench/README.md) is counted as the
+ * convention's cost. Its rounds are a
  * quarter as long as the others', four to a block, `--convention-blocks`
  * blocks (as many as `--rounds` unless told: then a contest takes the time of
  * any other).
@@ -164,8 +166,8 @@ async function contest(
   }
   for (let round = 0; round < roundCount; round++) {
     if (switched) {
-      // Blocks of on, off, off, on.
-      const n = [0, 1, 1, 0][round % 4] as number;
+      // Blocks of on, off, off, on, then off, on, on, off: each side has each place in a block as often.
+      const n = (Math.floor(round / 4) % 2 === 0 ? [0, 1, 1, 0] : [1, 0, 0, 1])[round % 4] as number;
       const entrant = entrants[n] as Entrant;
       await switched.switchTo(entrant.label === "on" ? "on" : "off");
       say(`${scenario.name}: ${entrant.label}, round ${round + 1}/${roundCount}, ${roundSeconds} s…`);

@@ -10,18 +10,17 @@ import type { SwitchReply, SwitchRequest } from "./server-protocol.ts";
 
 /**
  * The API twice in one process, one app with a convention and one without
- * (BENCH_OFF_ENV: the settings that switch it off, as JSON), each with a pool
- * of its own; which of the two answers is switched over the IPC channel
- * between rounds. Two such processes, switched in turn (one on while the
- * other is off, then the other way round), measure a convention with each
- * process on both sides: two server processes with the same settings differ
- * by as much as a convention costs (bench/README.md), and the crossover
- * cancels that difference where a fixed pair of processes cannot.
+ * (BENCH_OFF_ENV: the settings that switch it off, as JSON); which of the two
+ * answers is switched over the IPC channel between rounds. Both apps share
+ * one pool, so the same Postgres backends serve either side: a pool of its
+ * own per app let one side's backends run a few per cent slower than the
+ * other's for a whole contest, the control (two identical apps) included.
  *
  * What the off app leaves out: its own settings (RATE_LIMIT_PER_MINUTE=0;
  * LOG_LEVEL=warning, applied to the process's log while it answers), or the
- * statements its pool sends rewritten (BENCH_WITHOUT, conventions-off.ts). Both
- * pools run the rewriter, so the on side pays for the rewriting too.
+ * statements sent while it answers, rewritten (BENCH_WITHOUT,
+ * conventions-off.ts) and prepared under names of their own. Statements are
+ * rewritten whichever app answers, so the on side pays for the rewriting too.
  */
 
 const offEnv = JSON.parse(process.env.BENCH_OFF_ENV ?? "{}") as Record<string, string>;
@@ -30,31 +29,37 @@ const offConfig = loadConfig({ ...process.env, ...offEnv });
 
 const rewriteOn = offRewriter(undefined, true);
 const rewriteOff = offRewriter(offEnv.BENCH_WITHOUT, true);
-/** The off app's connections, whose statements are rewritten without the convention. */
-const offClients = new WeakSet<object>();
+/** Which app answers; read by the pool's statements too, which the bench switches only between rounds. */
+let serving: "on" | "off" = "on";
+
+/** A named statement of the off side, prepared apart from the on side's text of the same name. */
+const offName = (config: unknown) => {
+  const named = config as { name?: unknown };
+  if (!offEnv.BENCH_WITHOUT || typeof named?.name !== "string") return config;
+  if (config instanceof pg.Query) {
+    named.name = `${named.name}~off`;
+    return config;
+  }
+  return { ...(config as object), name: `${named.name}~off` };
+};
 
 type Query = (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) => unknown;
 const proto = pg.Client.prototype as unknown as { query: Query };
 const original = proto.query;
 proto.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
-  const rewrite = offClients.has(this) ? rewriteOff : rewriteOn;
-  return original.call(this, rewrite ? rewrite(config) : config, values, callback);
+  const rewritten = serving === "off" ? offName(rewriteOff?.(config) ?? config) : (rewriteOn?.(config) ?? config);
+  return original.call(this, rewritten, values, callback);
 };
 
 await configureLogging(onConfig.LOG_LEVEL);
 const database = await resolveDatabase(onConfig);
-const pool = (config: typeof onConfig) =>
-  new Database(database.url, { max: config.DB_POOL_SIZE, prepare: config.DB_PREPARED_STATEMENTS });
-const onDb = pool(onConfig);
-const offDb = pool(offConfig);
-offDb.pool.on("connect", (client) => offClients.add(client));
+const db = new Database(database.url, { max: onConfig.DB_POOL_SIZE, prepare: onConfig.DB_PREPARED_STATEMENTS });
 
 const photoStore = configuredPhotoStore(onConfig);
 const apps = {
-  on: createApp({ db: onDb, config: onConfig, photoStore }),
-  off: createApp({ db: offDb, config: offConfig, photoStore }),
+  on: createApp({ db, config: onConfig, photoStore }),
+  off: createApp({ db, config: offConfig, photoStore }),
 };
-let serving: keyof typeof apps = "on";
 const http = await listen((request) => apps[serving].fetch(request), onConfig.PORT, undefined, {
   headersMs: onConfig.HTTP_HEADERS_TIMEOUT_MS,
   requestMs: onConfig.HTTP_REQUEST_TIMEOUT_MS,
@@ -70,7 +75,7 @@ process.on("message", async (message: SwitchRequest) => {
 
 async function stop() {
   await http.drain(2_000);
-  await Promise.all([onDb.close(), offDb.close()]);
+  await db.close();
   process.exit(0);
 }
 process.on("SIGTERM", () => void stop());
