@@ -185,7 +185,7 @@ export function renderPeers(run: PeersRun): string {
   if (run.conventions.length > 0) {
     lines.push(
       "",
-      "conventions (the API with each on and off: one process switched between two apps, loaded in turn in blocks of on, off, off, on;",
+      "conventions (the API with each on and off: one process switched between two apps on one pool, loaded in turn in blocks of on, off, off, on and off, on, on, off;",
       "cost: 1 − the median over the blocks of on/off; the idempotency lookup: one server with and without the header, both loaded at once):",
     );
     for (const c of run.conventions) {
