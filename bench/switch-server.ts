@@ -12,9 +12,9 @@ import type { SwitchReply, SwitchRequest } from "./server-protocol.ts";
  * The API twice in one process, one app with a convention and one without
  * (BENCH_OFF_ENV: the settings that switch it off, as JSON); which of the two
  * answers is switched over the IPC channel between rounds. Both apps share
- * one pool, so the same Postgres backends serve either side: a pool of its
- * own per app let one side's backends run a few per cent slower than the
- * other's for a whole contest, the control (two identical apps) included.
+ * one pool, so the same Postgres backends serve either side: with a pool per
+ * app, one of two identical apps ran a few per cent slower than the other for
+ * a whole contest (bench/results/history.md, "one pool").
  *
  * What the off app leaves out: its own settings (RATE_LIMIT_PER_MINUTE=0;
  * LOG_LEVEL=warning, applied to the process's log while it answers), or the
