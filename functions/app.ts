@@ -9,12 +9,14 @@ import { careRoutes } from "./care/routes.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
 import { mountDocs } from "./docs/routes.ts";
+import { ApiError } from "./errors.ts";
 import { eventRoutes } from "./events/routes.ts";
 import { subgroupRoutes, supergroupRoutes } from "./groups/routes.ts";
 import { healthRoutes } from "./health/routes.ts";
 import { bodyPolicy } from "./http/body-policy.ts";
 import { cors } from "./http/cors.ts";
 import { handleError } from "./http/error-handler.ts";
+import { isFunctionMount, mountedNotFound } from "./http/function-prefix.ts";
 import { idempotency } from "./http/idempotency.ts";
 import { newRouter, registerContract } from "./http/openapi.ts";
 import { QueryRules } from "./http/query-rules.ts";
@@ -95,7 +97,16 @@ export function createApp(deps: AppDeps) {
       c.set("config", deps.config);
       // No answer is to be sniffed into another type: a CSV cell or a JSON string must never run as HTML.
       c.header("X-Content-Type-Options", "nosniff");
-      routeTable.check(c.req.method, c.req.path);
+      try {
+        routeTable.check(c.req.method, c.req.path);
+      } catch (error) {
+        // Under the Edge Function, a 404 says where the function is mounted and what would have matched.
+        if (!(error instanceof ApiError && error.code === "NOT_FOUND" && isFunctionMount(c.env))) throw error;
+        throw new ApiError(
+          "NOT_FOUND",
+          mountedNotFound(c.req.path, c.env, (path) => routeTable.knows(path)),
+        );
+      }
       queryRules.check(c.req.method, c.req.path, Object.keys(c.req.queries()));
       await next();
     }),

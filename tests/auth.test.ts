@@ -111,6 +111,40 @@ describe("Bearer tokens (HS256 secret)", () => {
     expectUnauthorized(await call(testApp(t().db), "GET", MY_KEY, { token }));
   });
 
+  it("says why a token is refused on a server with no Bearer settings, naming them", async () => {
+    const app = testApp(t().db, { AUTH_JWT_SECRET: "", AUTH_JWKS_URL: "" });
+    const res = await call(app, "GET", MY_KEY, { token: await signToken({ sub: "x", email: tenant.admin.email }) });
+    expectUnauthorized(res);
+    expect(res.body.error.message).toMatch(/not accepted by this server/);
+    expect(res.body.error.message).toContain("AUTH_JWT_SECRET");
+    expect(res.body.error.message).toContain("AUTH_JWKS_URL");
+    // The same token where the secret is set is merely of no known user: the message is about the setting only.
+    const configured = await call(testApp(t().db), "GET", MY_KEY, { token: await signToken({ sub: "x" }) });
+    expect(configured.body.error.message).not.toContain("AUTH_JWT_SECRET");
+  });
+
+  it("names email_verified when a token's e-mail matches a user but is not said to be verified", async () => {
+    const user = await tenant.addUser("staff", { withKey: false });
+    const app = testApp(t().db);
+    const unverified = await call(app, "GET", MY_KEY, { token: await signToken({ sub: "idp|unverified", email: user.email }) });
+    expectUnauthorized(unverified);
+    expect(unverified.body.error.message).toContain("email_verified");
+    expect(unverified.body.error.message).toContain("AUTH_ASSUME_EMAIL_VERIFIED");
+    const falseClaim = await signToken({ sub: "idp|unverified", email: user.email, email_verified: false });
+    expect((await call(app, "GET", MY_KEY, { token: falseClaim })).body.error.message).toContain("email_verified");
+    // Verified, the same e-mail finds the user (who has no key yet: 404, not 401).
+    const verified = await signToken({ sub: "idp|unverified", email: user.email, email_verified: true });
+    expect((await call(app, "GET", MY_KEY, { token: verified })).status).toBe(404);
+  });
+
+  it("does not hint at email_verified for a token whose e-mail was verified but finds no user", async () => {
+    const res = await call(testApp(t().db), "GET", MY_KEY, {
+      token: await signToken({ sub: "nobody-2", email: "nobody-2@example.test", email_verified: true }),
+    });
+    expectUnauthorized(res);
+    expect(res.body.error.message).toBe("token does not belong to a known user");
+  });
+
   it("answers 401 for a malformed Authorization header", async () => {
     const res = await call(testApp(t().db), "GET", MY_KEY, { headers: { Authorization: "Basic abc" } });
     expectUnauthorized(res);

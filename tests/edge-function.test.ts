@@ -230,6 +230,26 @@ describe("the Edge Function under Deno", () => {
     expect(malformed.body).toMatchObject({ success: false, error: { code: "VALIDATION_ERROR" } });
   });
 
+  it("answers a path outside the mount with a 404 naming the mount and the path that would have matched", async () => {
+    // The mistake a newcomer makes: /functions/v1/api is taken for the API's own /api.
+    for (const [path, prefix] of [
+      ["/api/v1/me", "/api"],
+      ["/functions/v1/api/v1/me", "/functions/v1/api"],
+    ] as const) {
+      const res = await send("GET", path, { key: tenant.admin.key });
+      expect(res.status, path).toBe(404);
+      expect(res.body.error.code).toBe("NOT_FOUND");
+      expect(res.body.error.message).toContain(`mounted at ${prefix}`);
+      expect(res.body.error.message).toContain(`the path that would have matched is ${prefix}/api/v1/me`);
+    }
+    // That path does match.
+    expect((await send("GET", "/api/api/v1/me", { key: tenant.admin.key })).status).toBe(200);
+    // Nothing would have matched: the mount is named, no path suggested.
+    const nowhere = await send("GET", "/api/nowhere");
+    expect(nowhere.body.error.message).toContain("mounted at /api");
+    expect(nowhere.body.error.message).not.toContain("would have matched");
+  });
+
   it("serves the OpenAPI document and the reference page's assets", async () => {
     const document = await send("GET", api("/openapi.json"));
     expect(document.status).toBe(200);

@@ -181,6 +181,15 @@ describe("webhook endpoints", () => {
       expect(answer.status, url).toBe(400);
       expect(answer.body.error.details, url).toMatchObject([{ field: "url" }]);
     }
+    // A refusal for the scheme or the address names the development setting; others have nothing to do with it.
+    for (const url of ["http://example.org/hook", "ftp://example.org/hook", "https://127.0.0.1/hook", "https://localhost/hook"]) {
+      const answer = await call(strict, "POST", base, { key, body: { url } });
+      expect(answer.body.error.details[0].issue, url).toContain("WEBHOOK_ALLOW_PRIVATE_NETWORKS=true");
+    }
+    for (const url of ["https://user:pass@example.org/hook", "not a url"]) {
+      const answer = await call(strict, "POST", base, { key, body: { url } });
+      expect(answer.body.error.details[0].issue, url).not.toContain("WEBHOOK_ALLOW_PRIVATE_NETWORKS");
+    }
     const bad = await call(strict, "POST", base, { key, body: { url: "https://example.org/x", types: ["participant.hugged"] } });
     expect(bad.status).toBe(400);
     const ok = await call(strict, "POST", base, { key, body: { url: "https://hooks.example.org/camp?token=abc" } });

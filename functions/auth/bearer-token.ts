@@ -1,5 +1,6 @@
 import type { JWTPayload, JWTVerifyGetKey } from "jose";
 import type { Config } from "../config.ts";
+import { unauthorized } from "../errors.ts";
 
 export interface TokenIdentity {
   subject: string;
@@ -10,13 +11,18 @@ export interface TokenIdentity {
   tenantId?: string;
 }
 
+export const BEARER_NOT_CONFIGURED =
+  "Bearer tokens are not accepted by this server: it has neither AUTH_JWT_SECRET nor AUTH_JWKS_URL set. Send X-API-Key, or have the operator set one of them";
+
 export type TokenVerifier = (token: string) => Promise<TokenIdentity | undefined>;
 
 /**
  * Verifies Bearer JWTs against AUTH_JWT_SECRET (HS256) or AUTH_JWKS_URL
  * (RS256/ES256 and the other asymmetric algorithms a JWKS can hold). `exp` is
  * required; issuer and audience are checked when configured. Returns undefined
- * for any token that does not verify: the caller answers 401 without saying why.
+ * for any token that does not verify: the caller answers 401 without saying which
+ * check failed. A server with neither setting refuses every token with a 401 that
+ * says so, since no token could ever verify there.
  */
 export function bearerVerifier(config: Config): TokenVerifier {
   const secret = config.AUTH_JWT_SECRET ? new TextEncoder().encode(config.AUTH_JWT_SECRET) : undefined;
@@ -36,7 +42,6 @@ export function bearerVerifier(config: Config): TokenVerifier {
     })));
 
   async function verify(token: string): Promise<JWTPayload | undefined> {
-    if (!secret && !jwksUrl) return undefined;
     const { jwtVerify, jwks } = await load();
     const attempts: Array<() => Promise<{ payload: JWTPayload }>> = [];
     if (secret) attempts.push(() => jwtVerify(token, secret, { ...options, algorithms: ["HS256"] }));
@@ -56,6 +61,7 @@ export function bearerVerifier(config: Config): TokenVerifier {
   }
 
   return async (token) => {
+    if (!secret && !jwksUrl) throw unauthorized(BEARER_NOT_CONFIGURED);
     const payload = await verify(token);
     if (!payload || typeof payload.sub !== "string" || payload.sub === "") return undefined;
     const email = typeof payload.email === "string" ? payload.email : undefined;

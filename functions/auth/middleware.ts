@@ -11,7 +11,7 @@ import { RATE_SPENT, type RateLimiter, rateHeaders, rateWeight, tooManyRequests 
 import type { Principal } from "../principal.ts";
 import { isUuid } from "../resources/fields.ts";
 import { hashApiKey, looksLikeApiKey } from "./api-key-format.ts";
-import type { TokenVerifier } from "./bearer-token.ts";
+import type { TokenIdentity, TokenVerifier } from "./bearer-token.ts";
 
 type TokenUserRow = Omit<ApiKeyRow, "key_id" | "scopes">;
 
@@ -100,7 +100,7 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
           ],
         ),
       );
-      if (!user || others.length > 0) throw unauthorized("token does not belong to a known user");
+      if (!user || others.length > 0) throw unauthorized(unknownUserMessage(identity));
       tenant = db.scopeFor<Principal>({
         tenantId: user.tenant_id,
         userId: user.user_id,
@@ -128,6 +128,18 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
     }
     return serve(c, next, tenant, rate);
   });
+}
+
+/**
+ * Why a verified token found no user, as far as the token itself tells: whether
+ * some user has its e-mail is not said, so a token cannot probe for addresses.
+ */
+function unknownUserMessage(identity: TokenIdentity): string {
+  const base = "token does not belong to a known user";
+  if (identity.email !== undefined && !identity.emailVerified) {
+    return `${base}: its subject finds no active user, and its e-mail finds one only when the token says email_verified: true (AUTH_ASSUME_EMAIL_VERIFIED=true accepts tokens without the claim)`;
+  }
+  return base;
 }
 
 /**

@@ -68,6 +68,11 @@ export class RouteTable {
     return this.anywhere.length ? [...bucket, ...this.anywhere] : bucket;
   }
 
+  /** Whether some route answers this path, by any method. */
+  knows(path: string): boolean {
+    return this.candidates(path).some((r) => r.regex.test(path));
+  }
+
   /** Throws NOT_FOUND or METHOD_NOT_ALLOWED unless some route answers this method and path. */
   check(method: string, path: string): void {
     const wanted = method === "HEAD" ? "GET" : method;

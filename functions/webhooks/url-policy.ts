@@ -2,6 +2,10 @@ import { addressRefusal, isIpLiteral } from "./address-policy.ts";
 
 export const MAX_URL_LENGTH = 2_000;
 
+/** Said with every refusal of a scheme or an address: a developer's local receiver is the common case. */
+export const DEVELOPMENT_HINT =
+  "; for development against a local receiver, the server's WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows http and internal addresses";
+
 /**
  * Why an endpoint URL is refused when an admin sets it, or undefined. Only
  * https, no credentials in the URL, and no host that is plainly internal
@@ -20,18 +24,18 @@ export function endpointUrlIssue(value: string, allowPrivate: boolean): string |
     return "must be an absolute URL";
   }
   if (url.protocol !== "https:" && !(allowPrivate && url.protocol === "http:")) {
-    return allowPrivate ? "must be an http or https URL" : "must be an https URL";
+    return allowPrivate ? "must be an http or https URL" : `must be an https URL${DEVELOPMENT_HINT}`;
   }
   if (url.username || url.password) return "must not carry a user name or password";
   if (url.hash) return "must not have a fragment";
   if (allowPrivate) return undefined;
   const host = url.hostname.toLowerCase();
   if (host === "localhost" || host.endsWith(".localhost") || (!host.includes(".") && !isIpLiteral(host))) {
-    return "must name a public host";
+    return `must name a public host${DEVELOPMENT_HINT}`;
   }
   if (isIpLiteral(host)) {
     const refusal = addressRefusal(host);
-    if (refusal) return `must name a public host (${refusal})`;
+    if (refusal) return `must name a public host (${refusal})${DEVELOPMENT_HINT}`;
   }
   return undefined;
 }

@@ -6,7 +6,7 @@ import { configure, getConsoleSink, getJsonLinesFormatter } from "@logtape/logta
 import { createApp } from "../../../functions/app.ts";
 import { loadConfig } from "../../../functions/config.ts";
 import { Database } from "../../../functions/db/database.ts";
-import { stripFunctionPrefix } from "../../../functions/http/function-prefix.ts";
+import { type FunctionMount, splitFunctionPrefix } from "../../../functions/http/function-prefix.ts";
 import { drainHandler } from "../../../functions/webhooks/drain.ts";
 import { deliveryLimits } from "../../../functions/webhooks/transport.ts";
 import { WebhookWorker, workerOptions } from "../../../functions/webhooks/worker.ts";
@@ -52,8 +52,11 @@ const drain = drainHandler(
 );
 
 const handler = (request: Request) => {
-  const stripped = stripFunctionPrefix(request, FUNCTION_NAME);
-  return new URL(stripped.url).pathname === "/webhooks/drain" ? drain(stripped) : app.fetch(stripped);
+  const { request: stripped, prefix } = splitFunctionPrefix(request, FUNCTION_NAME);
+  if (new URL(stripped.url).pathname === "/webhooks/drain") return drain(stripped);
+  // The mount goes with the request, so a 404 can name it (functions/http/function-prefix.ts).
+  const mount: FunctionMount = { functionName: FUNCTION_NAME, functionPrefix: prefix };
+  return app.fetch(stripped, mount);
 };
 
 // On Supabase the edge runtime owns the socket; elsewhere (tests, benchmarks,
