@@ -19,7 +19,8 @@ import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { Database, type Sql } from "../functions/db/database.ts";
+import { Database } from "../functions/db/database.ts";
+import type { Sql } from "../functions/db/sql.ts";
 import {
   createParticipant,
   deleteParticipant,

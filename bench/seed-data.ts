@@ -1,5 +1,6 @@
 import { displayPrefix, hashApiKey, newApiKey } from "../functions/auth/api-key-format.ts";
-import type { Database, Sql } from "../functions/db/database.ts";
+import type { Database } from "../functions/db/database.ts";
+import type { Sql } from "../functions/db/sql.ts";
 
 /**
  * Realistic bench data, written as the owner role (outside RLS, tenant_id set

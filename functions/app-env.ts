@@ -1,7 +1,7 @@
 import type { Config } from "./config.ts";
-import type { RequestDatabase, TenantScope } from "./db/database.ts";
 import type { IdempotencyLookup } from "./db/idempotency-lookup.ts";
-import type { AnswerRules } from "./http/replay-rules.ts";
+import type { RequestDatabase } from "./db/request-database.ts";
+import type { TenantScope } from "./db/tenant-scope.ts";
 import type { Principal } from "./principal.ts";
 
 /**
@@ -11,7 +11,7 @@ import type { Principal } from "./principal.ts";
  */
 export interface AppEnv {
   Variables: {
-    /** The request's one way to Postgres: one pooled connection at a time (db/database.ts OneConnection). */
+    /** The request's one way to Postgres: one pooled connection at a time (db/one-connection.ts). */
     db: RequestDatabase;
     config: Config;
     /** Set first, for every request (http/request-id.ts). */
@@ -27,4 +27,16 @@ export interface AppEnv {
     /** For a POST with an Idempotency-Key: what the route says of its answer, for storing it (http/replay-rules.ts). */
     answerRules?: AnswerRules;
   };
+}
+
+/** A right beyond write scope: an admin's role, or care access (write, since only POSTs are stored). */
+export type Right = "admin" | "care";
+
+/**
+ * What the route has said about its answer so far, for a POST sent with an
+ * Idempotency-Key (http/replay-rules.ts says it, http/idempotency.ts stores it).
+ */
+export interface AnswerRules {
+  holdsSecret: boolean;
+  rights: Set<Right>;
 }

@@ -1,7 +1,8 @@
 import fc from "fast-check";
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
-import { Database, quoteLiteral } from "../functions/db/database.ts";
+import { Database } from "../functions/db/database.ts";
+import { quoteLiteral } from "../functions/db/statements.ts";
 import { countingDatabase, useTestDatabase } from "./support/database.ts";
 import { newTenant, type TestTenant } from "./support/fixtures.ts";
 

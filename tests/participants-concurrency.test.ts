@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { Sql } from "../functions/db/database.ts";
 import { fromPgError } from "../functions/db/pg-errors.ts";
+import type { Sql } from "../functions/db/sql.ts";
 import { createParticipant } from "../functions/participants/data.ts";
 import { addBlock, addCampStructure, addRoom, type CampStructure, storedParticipant } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";

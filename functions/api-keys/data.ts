@@ -1,6 +1,6 @@
 import { displayPrefix, hashApiKey, newApiKey } from "../auth/api-key-format.ts";
-import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Principal } from "../principal.ts";
 
 /** A key as clients see it: never the secret, never the hash. */

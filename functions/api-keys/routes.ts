@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { conflict, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";

@@ -1,6 +1,6 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import { list } from "../http/envelope.ts";
 import { json, listOf, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";

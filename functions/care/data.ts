@@ -1,6 +1,6 @@
 import type { z } from "@hono/zod-openapi";
-import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Precondition } from "../http/etag.ts";
 import type { SortKey } from "../resources/listing.ts";
 import type { CareRecord, CareRecordPatch, Consents, ConsentsPut, Contact, ContactCreate, ContactUpdate } from "./schemas.ts";

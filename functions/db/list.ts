@@ -1,4 +1,4 @@
-import type { Sql } from "./database.ts";
+import type { Sql } from "./sql.ts";
 
 /** Pagination figures every list response carries. */
 export interface ListMeta {

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { type Cursor, formatCursor } from "./cursor.ts";
 import { type ThinEvent, thinEvent } from "./types.ts";
 

@@ -2,11 +2,11 @@ import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
 import type { Context } from "hono";
 import { createMiddleware } from "hono/factory";
-import type { AppEnv } from "../app-env.ts";
-import type { Sql } from "../db/database.ts";
+import type { AnswerRules, AppEnv } from "../app-env.ts";
 import { type IdempotencyLookup, lookupStatement, type StoredAnswer } from "../db/idempotency-lookup.ts";
+import type { Sql } from "../db/sql.ts";
 import { conflict, invalidField } from "../errors.ts";
-import { type AnswerRules, checkReplayRights, withheldAnswer } from "./replay-rules.ts";
+import { checkReplayRights, withheldAnswer } from "./replay-rules.ts";
 
 const HEADER = "Idempotency-Key";
 const KEY = /^[\x21-\x7e]{1,255}$/;
@@ -123,7 +123,7 @@ async function record(
       JSON.stringify(headers),
       body,
       rules.holdsSecret ? "secret" : null,
-      // An array literal as text: a JS array would keep the statement from travelling with the commit (db/database.ts).
+      // An array literal as text: a JS array would keep the statement from travelling with the commit (db/statements.ts executeText).
       `{${[...rules.rights].sort().join(",")}}`,
     ],
   );

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
-import type { RateCharge, RateGrant, RateState } from "../db/database.ts";
+import type { RateCharge, RateGrant, RateState } from "../db/rate-lease.ts";
 import { ApiError } from "../errors.ts";
 
 /** The SQLSTATE of a lease refused because the user's budget is spent (sql/migrations/*_rate_leases.sql). */

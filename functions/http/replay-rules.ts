@@ -22,15 +22,6 @@ import type { Principal } from "../principal.ts";
  * caller who is no longer an admin.
  */
 
-/** A right beyond write scope: an admin's role, or care access (write, since only POSTs are stored). */
-export type Right = "admin" | "care";
-
-/** What the route has said about its answer so far, for a POST sent with an Idempotency-Key. */
-export interface AnswerRules {
-  holdsSecret: boolean;
-  rights: Set<Right>;
-}
-
 /** 403 unless the caller is an admin; a stored answer of the request then needs an admin to be replayed. */
 export function requireAdmin(c: Context<AppEnv>, message: string): void {
   if (c.get("principal").role !== "admin") throw forbidden(message);

@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { unauthorized } from "../errors.ts";
 import { ok } from "../http/envelope.ts";
 import { dataOf, json, newRouter } from "../http/openapi.ts";

@@ -1,5 +1,6 @@
-import { REQUEST_PLAN_CACHE_MODE, type Sql } from "../db/database.ts";
 import { fromPgError, isRetryable } from "../db/pg-errors.ts";
+import { REQUEST_PLAN_CACHE_MODE } from "../db/scope-settings.ts";
+import type { Sql } from "../db/sql.ts";
 import { ApiError, conflict, type FieldIssue } from "../errors.ts";
 import { fieldIssues } from "../http/validation.ts";
 import { findStructure } from "../participants-bulk/data.ts";

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import type { CurrentParticipant, PlannedEntry } from "./plan.ts";
 
 /**

@@ -1,4 +1,5 @@
-import { REQUEST_PLAN_CACHE_MODE, type Sql } from "../db/database.ts";
+import { REQUEST_PLAN_CACHE_MODE } from "../db/scope-settings.ts";
+import type { Sql } from "../db/sql.ts";
 import type { CreateInput } from "../participants/schemas.ts";
 import { findInstances, findStructure, insertParticipants, takenUserIds } from "./data.ts";
 import { type Candidate, orderedIds, type RowIssue, validateRows } from "./rows.ts";

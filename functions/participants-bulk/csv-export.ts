@@ -1,4 +1,4 @@
-import type { TenantScope } from "../db/database.ts";
+import type { TenantScope } from "../db/tenant-scope.ts";
 import { EXPORT_COLUMNS, type ExportFilters, exportPageCsv, exportPageEnd, type PageCursor } from "./data.ts";
 
 export { EXPORT_COLUMNS };

@@ -1,5 +1,5 @@
-import type { Sql } from "../db/database.ts";
 import { allOf } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON_JOINED } from "../participants/data.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "../participants/fields.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";

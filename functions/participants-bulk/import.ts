@@ -1,4 +1,4 @@
-import type { TenantScope } from "../db/database.ts";
+import type { TenantScope } from "../db/tenant-scope.ts";
 import { ApiError, conflict, invalidField } from "../errors.ts";
 import { capacityConflict, overrideCapacity, roomOverflows } from "../rooms/capacity.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";

@@ -1,5 +1,5 @@
-import type { Sql } from "../db/database.ts";
 import { allOf, type ListMeta } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Precondition } from "../http/etag.ts";
 import { orderBy } from "../resources/listing.ts";
 import { OVERRIDE_CAPACITY_FROM } from "../rooms/capacity.ts";

@@ -1,4 +1,4 @@
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { conflict, notFound } from "../errors.ts";
 import { isUuid } from "../resources/fields.ts";
 import type { PhotoType } from "./limits.ts";

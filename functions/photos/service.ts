@@ -1,6 +1,6 @@
 import { sha256 } from "@noble/hashes/sha2.js";
 import { bytesToHex } from "@noble/hashes/utils.js";
-import type { TenantScope } from "../db/database.ts";
+import type { TenantScope } from "../db/tenant-scope.ts";
 import { ApiError } from "../errors.ts";
 import { describeError, log } from "../log.ts";
 import type { Principal } from "../principal.ts";

@@ -1,5 +1,6 @@
 import { base64url } from "jose";
-import type { Database, Sql } from "../db/database.ts";
+import type { Database } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import { scramSha256Verifier } from "./scram.ts";
 

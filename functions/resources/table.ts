@@ -1,6 +1,6 @@
-import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../db/list.ts";
 import { listPage } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Precondition } from "../http/etag.ts";
 import { type ListOptions, orderBy, syncConditions } from "./listing.ts";
 

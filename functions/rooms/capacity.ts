@@ -1,5 +1,5 @@
 import { z } from "@hono/zod-openapi";
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { ApiError, type FieldIssue } from "../errors.ts";
 
 /**

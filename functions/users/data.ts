@@ -1,5 +1,5 @@
-import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Role } from "../principal.ts";
 
 /** How far a user reaches care data (users.care_access; see *_care_access.sql). */

@@ -1,5 +1,5 @@
-import type { Sql } from "../db/database.ts";
 import { listPage } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 
 /** An endpoint as its admins read it; never its secret. */
 export interface EndpointRecord {
