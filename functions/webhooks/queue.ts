@@ -25,6 +25,12 @@ export interface AttemptOutcome {
   delivered: boolean;
   /** When to try again after a failure; null: the retries are spent. */
   retryAt: Date | null;
+  /**
+   * A failure that held its slot for at least half the timeout: the endpoint's
+   * first pause (the timeout), doubled by the database for each such failure
+   * in a row. Null: the endpoint answered in time, its pause ends.
+   */
+  slowPauseMs: number | null;
 }
 
 /**
@@ -39,10 +45,16 @@ export const queue = {
     return Number(row?.n ?? 0);
   },
 
-  async claim(db: Database, limit: number, leaseMs: number, perEndpoint: number): Promise<LeasedDelivery[]> {
+  /** Leases up to `limit` due deliveries, tenants taking turns, none beyond a tenant's or an endpoint's slots. */
+  async claim(
+    db: Database,
+    limit: number,
+    leaseMs: number,
+    slots: { perEndpoint: number; perTenant: number },
+  ): Promise<LeasedDelivery[]> {
     const rows = await db.query<LeasedDelivery>(
-      "select * from private.claim_webhook_deliveries($1::int, make_interval(secs => $2::double precision / 1000), $3::int)",
-      [limit, leaseMs, perEndpoint],
+      "select * from private.claim_webhook_deliveries($1::int, make_interval(secs => $2::double precision / 1000), $3::int, $4::int)",
+      [limit, leaseMs, slots.perEndpoint, slots.perTenant],
     );
     return rows.map((row) => ({ ...row, event_id: String(row.event_id) }));
   },
@@ -50,7 +62,7 @@ export const queue = {
   /** Records an attempt; 'lost_lease' when another worker holds the delivery now. */
   async finish(db: Database, delivery: LeasedDelivery, outcome: AttemptOutcome): Promise<string> {
     const [row] = await db.query<{ result: string }>(
-      "select private.finish_webhook_attempt($1, $2, $3, $4, $5, $6, $7, $8, $9) as result",
+      "select private.finish_webhook_attempt($1, $2, $3, $4, $5, $6, $7, $8, $9, make_interval(secs => $10::double precision / 1000)) as result",
       [
         delivery.id,
         delivery.lease_token,
@@ -61,6 +73,7 @@ export const queue = {
         outcome.response,
         outcome.delivered,
         outcome.retryAt,
+        outcome.slowPauseMs,
       ],
     );
     return row?.result ?? "lost_lease";

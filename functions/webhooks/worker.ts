@@ -12,8 +12,14 @@ import { DeliveryError, type DeliveryLimits, type Transport } from "./transport.
 export interface WorkerOptions {
   /** Deliveries in flight at once. */
   concurrency: number;
-  /** At most this many of one endpoint's deliveries in flight per worker: a slow receiver holds no more. */
+  /** At most this many of one endpoint's deliveries in flight, over all workers: a slow receiver holds no more. */
   perEndpoint: number;
+  /**
+   * At most this many of one tenant's deliveries in flight, over all workers
+   * (default: half of `concurrency`, rounded up), so that one tenant's
+   * receivers leave the rest of the slots to the others.
+   */
+  perTenant: number;
   limits: DeliveryLimits;
   retry: RetryPolicy;
   /** How long to wait between looks at an empty queue. */
@@ -25,7 +31,16 @@ export interface WorkerOptions {
 export const RESPONSE_EXCERPT = 256;
 
 export function workerOptions(overrides: Partial<WorkerOptions> & { limits: DeliveryLimits }): WorkerOptions {
-  return { concurrency: 8, perEndpoint: 2, retry: DEFAULT_RETRY_POLICY, idleMs: 1_000, dispatchBatch: 500, ...overrides };
+  const concurrency = overrides.concurrency ?? 8;
+  return {
+    concurrency,
+    perEndpoint: 2,
+    perTenant: Math.ceil(concurrency / 2),
+    retry: DEFAULT_RETRY_POLICY,
+    idleMs: 1_000,
+    dispatchBatch: 500,
+    ...overrides,
+  };
 }
 
 /**
@@ -86,28 +101,29 @@ export class WebhookWorker {
    * drain. Returns how many attempts it made.
    */
   async drain(budgetMs: number): Promise<{ dispatched: number; attempts: number }> {
-    const deadline = Date.now() + budgetMs;
-    let dispatched = 0;
-    let attempts = 0;
-    await this.#housekeeping();
-    while (Date.now() < deadline) {
-      dispatched += await queue.dispatch(this.db, this.options.dispatchBatch);
-      const leased = await queue.claim(this.db, this.options.concurrency, this.#leaseMs, this.options.perEndpoint);
-      if (leased.length === 0) break;
-      attempts += leased.length;
-      await Promise.all(leased.map((delivery) => this.#deliver(delivery)));
-    }
-    return { dispatched, attempts };
+    const counts = { dispatched: 0, attempts: 0 };
+    // The same loop as the server's: a slot that frees is filled at once, so
+    // one hanging receiver does not hold back what the other slots send.
+    await this.#run(Date.now() + budgetMs, counts);
+    await Promise.all(this.#inFlight);
+    return counts;
   }
 
-  async #run(): Promise<void> {
+  /**
+   * Fills slots as they free until stop() or, for a drain, until `deadline`
+   * or until nothing is due and nothing is in flight.
+   */
+  async #run(deadline = Number.POSITIVE_INFINITY, counts = { dispatched: 0, attempts: 0 }): Promise<void> {
+    const draining = deadline !== Number.POSITIVE_INFINITY;
     let failures = 0;
-    while (!this.#stopping) {
+    while (!this.#stopping && Date.now() < deadline) {
       try {
         await this.#housekeeping();
         const dispatched = await queue.dispatch(this.db, this.options.dispatchBatch);
         const free = this.options.concurrency - this.#inFlight.size;
-        const leased = free > 0 ? await queue.claim(this.db, free, this.#leaseMs, this.options.perEndpoint) : [];
+        const leased = free > 0 ? await queue.claim(this.db, free, this.#leaseMs, this.options) : [];
+        counts.dispatched += dispatched;
+        counts.attempts += leased.length;
         for (const delivery of leased) {
           const sending = this.#deliver(delivery).finally(() => {
             this.#inFlight.delete(sending);
@@ -116,10 +132,14 @@ export class WebhookWorker {
           this.#inFlight.add(sending);
         }
         failures = 0;
-        // Busy: look again as soon as a slot frees; idle: after a pause.
         const busy = leased.length > 0 || dispatched > 0;
-        if (!busy || this.#inFlight.size >= this.options.concurrency) await this.#sleep(busy ? 60_000 : this.options.idleMs);
+        if (draining && !busy && this.#inFlight.size === 0) return;
+        // Busy: look again as soon as a slot frees; idle: after a pause (a finished delivery ends it early).
+        if (!busy || this.#inFlight.size >= this.options.concurrency) {
+          await this.#sleep(Math.min(busy ? 60_000 : this.options.idleMs, deadline - Date.now()));
+        }
       } catch (error) {
+        if (draining) throw error;
         // The database is down or restarting: log, wait longer each time, go on.
         failures++;
         log.warn("webhook worker could not reach the queue; trying again", describeError(error));
@@ -205,14 +225,17 @@ export class WebhookWorker {
     const now = new Date();
     const delivered = error === null;
     const next = delivered ? undefined : retryAt(this.options.retry, delivery.tries, new Date(delivery.cycle_started_at), now);
+    const durationMs = now.getTime() - started.getTime();
+    const { timeoutMs } = this.options.limits;
     return {
       started,
-      durationMs: now.getTime() - started.getTime(),
+      durationMs,
       statusCode,
       error,
       response,
       delivered,
       retryAt: next ?? null,
+      slowPauseMs: !delivered && durationMs >= timeoutMs / 2 ? timeoutMs : null,
     };
   }
 }
