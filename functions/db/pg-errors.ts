@@ -1,4 +1,4 @@
-import { ApiError, type FieldIssue, INVALID_API_KEY, unauthorized } from "../errors.ts";
+import { ApiError, type FieldIssue, INVALID_API_KEY, notFound, unauthorized } from "../errors.ts";
 import { capacityConflict, type RoomOverflow } from "../rooms/capacity.ts";
 
 /** The fields of a Postgres error that node-postgres exposes and this module reads. */
@@ -124,6 +124,8 @@ export function fromPgError(error: unknown): ApiError | undefined {
       // Raised by the care doors (private.care_gate) and guards: the database decided the caller may not.
       return new ApiError("FORBIDDEN", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
     case "CA404":
+      // A write that hangs data on a participant refused by private.hold_live_participant (erased meanwhile).
+      if (error.constraint === "live_participant") return notFound("participant");
       return new ApiError("NOT_FOUND", error.message);
     case "CA412":
       // Raised by the care doors when an If-Match no longer matches (as http/etag.ts's preconditionFailed).

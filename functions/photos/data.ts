@@ -95,6 +95,11 @@ export async function beginUpload(sql: Sql, key: string): Promise<void> {
   );
 }
 
+/** Forgets the intent of an upload whose object was removed (service.ts discard). */
+export async function endUpload(sql: Sql, key: string): Promise<void> {
+  await sql.query("delete from public.photo_uploads where key = $1", [key]);
+}
+
 /** The key the participant's row holds now, deleted or not. */
 export async function currentPhotoKey(sql: Sql, participantId: string): Promise<string | null> {
   const row = await sql.one<{ photo_key: string | null }>("select photo_key from public.participants where id = $1", [

@@ -4,7 +4,7 @@ import type { TenantScope } from "../db/tenant-scope.ts";
 import { ApiError } from "../errors.ts";
 import { describeError, log } from "../log.ts";
 import type { Principal } from "../principal.ts";
-import { beginUpload, currentPhotoKey, type PhotoRecord, recordPhoto } from "./data.ts";
+import { beginUpload, currentPhotoKey, endUpload, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
 import { checkGeometry } from "./geometry-limits.ts";
 import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";
@@ -86,7 +86,11 @@ export interface PhotoContext {
 async function discard(ctx: PhotoContext, participantId: string, key: string): Promise<void> {
   try {
     const current = await ctx.tenant.run((sql) => currentPhotoKey(sql, participantId));
-    if (current !== key) await ctx.store.delete(key);
+    if (current === key) return;
+    await ctx.store.delete(key);
+    // The intent goes with its object: its key holds the photo's hash, and an erasure that refused
+    // this upload (404) may have committed before the intent was written.
+    await ctx.tenant.run((sql) => endUpload(sql, key));
   } catch (error) {
     log.warn("photo clean-up failed; the object may be left behind", { key, ...describeError(error) });
   }

@@ -1,0 +1,273 @@
+import { randomBytes } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { createAdaptorServer } from "@hono/node-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createApp } from "../functions/app.ts";
+import { loadConfig } from "../functions/config.ts";
+import { fromPgError } from "../functions/db/pg-errors.ts";
+import { MemoryPhotoStore } from "../functions/photos/memory-store.ts";
+import { addCampStructure } from "./support/camp-structure.ts";
+import { useTestDatabase } from "./support/database.ts";
+import { newTenant, signToken, TEST_JWT_SECRET, type TestTenant } from "./support/fixtures.ts";
+import { image } from "./support/images.ts";
+import { multipart } from "./support/photos.ts";
+import { run } from "./support/processes.ts";
+
+/**
+ * Erasure cannot be outrun (issue 38, sql/migrations/*_erasure_holds.sql):
+ * over HTTP, every write that hangs data on a participant is sent while
+ * `POST /participants/{id}/erase` runs, many times, with and without an
+ * Idempotency-Key. Each write must either commit first (and be erased with
+ * the person) or be refused with 404; afterwards a `pg_dump --data-only` and
+ * the photo store hold nothing of anyone erased, and no keyed retry gets an
+ * answer back.
+ */
+
+const t = useTestDatabase();
+const store = new MemoryPhotoStore();
+const tag = randomBytes(3).toString("hex");
+let base: string;
+let server: ReturnType<typeof createAdaptorServer>;
+let tenant: TestTenant;
+let instanceId: string;
+let token: string;
+let photo: Buffer;
+
+beforeAll(async () => {
+  const app = createApp({
+    db: t().db,
+    config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0" }),
+    photoStore: store,
+  });
+  server = createAdaptorServer({ fetch: app.fetch });
+  await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  tenant = await newTenant(t().db);
+  instanceId = (await addCampStructure(t(), tenant.tenantId)).instanceId;
+  token = await signToken({ sub: `sub-${tenant.admin.email}`, email: tenant.admin.email, email_verified: true });
+  photo = await image("png");
+});
+
+afterAll(async () => {
+  await new Promise((done) => server.close(done));
+});
+
+interface Sent {
+  status: number;
+  body: string;
+}
+
+async function send(method: string, path: string, options: { json?: unknown; key?: string; raw?: RequestInit } = {}) {
+  const headers: Record<string, string> = { Authorization: `Bearer ${token}` };
+  if (options.key) headers["Idempotency-Key"] = options.key;
+  let body: BodyInit | undefined;
+  if (options.json !== undefined) {
+    headers["Content-Type"] = "application/json";
+    body = JSON.stringify(options.json);
+  }
+  const init: RequestInit = { method, headers, body, ...options.raw };
+  if (options.raw?.headers) init.headers = { ...headers, ...(options.raw.headers as Record<string, string>) };
+  const response = await fetch(`${base}/api/v1${path}`, init);
+  return { status: response.status, body: await response.text() } satisfies Sent;
+}
+
+/** A write racing the erase: its request (with an Idempotency-Key or not), and what to set up first. */
+interface Path {
+  name: string;
+  prepare?: (id: string, mark: string) => Promise<string | undefined>;
+  write: (id: string, mark: string, prepared: string | undefined, key: string | undefined) => Promise<Sent>;
+  /** Whether it is a POST (only POSTs store an answer under an Idempotency-Key). */
+  post: boolean;
+  /** Over how many milliseconds after the write the erase is sent, round by round (default 8). */
+  spreadMs?: number;
+}
+
+const photoUpload = (id: string, key: string | undefined) => {
+  const { body, contentType } = multipart([{ name: "photo", data: photo, filename: "p.png", type: "image/png" }]);
+  return send("POST", `/photos/user/${id}`, {
+    key,
+    raw: { body: new Uint8Array(body), headers: { "Content-Type": contentType } },
+  });
+};
+
+const PATHS: Path[] = [
+  {
+    name: "contact create",
+    post: true,
+    write: (id, mark, _, key) =>
+      send("POST", `/participants/${id}/contacts`, { key, json: { name: mark, phone: "+44 20 7946 0958", notes: mark } }),
+  },
+  {
+    name: "contact update",
+    post: false,
+    prepare: async (id, mark) => {
+      const created = await send("POST", `/participants/${id}/contacts`, { json: { name: `${mark}first` } });
+      expect(created.status, created.body).toBe(201);
+      return (JSON.parse(created.body) as { data: { id: string } }).data.id;
+    },
+    write: (id, mark, contact) => send("PATCH", `/participants/${id}/contacts/${contact}`, { json: { notes: mark } }),
+  },
+  {
+    name: "care record PUT",
+    post: false,
+    write: (id, mark) =>
+      send("PUT", `/participants/${id}/care`, {
+        json: { care_notes: mark, allergies: [{ name: `${mark}nut`, severity: "severe" }] },
+      }),
+  },
+  {
+    name: "care record PATCH over an existing record",
+    post: false,
+    prepare: async (id, mark) => {
+      const put = await send("PUT", `/participants/${id}/care`, { json: { dietary_requirements: `${mark}first` } });
+      expect(put.status, put.body).toBe(200);
+      return undefined;
+    },
+    write: (id, mark) => send("PATCH", `/participants/${id}/care`, { json: { medical_conditions: mark } }),
+  },
+  {
+    name: "consents PUT (granted)",
+    post: false,
+    write: (id, mark) => send("PUT", `/participants/${id}/consents`, { json: { photo: "granted", note: mark } }),
+  },
+  {
+    name: "consents PUT (photo refused, with a photo stored)",
+    post: false,
+    prepare: async (id) => {
+      const uploaded = await photoUpload(id, undefined);
+      expect(uploaded.status, uploaded.body).toBe(200);
+      return undefined;
+    },
+    write: (id, mark) => send("PUT", `/participants/${id}/consents`, { json: { photo: "refused", note: mark } }),
+  },
+  { name: "photo upload", post: true, spreadMs: 60, write: (id, _, __, key) => photoUpload(id, key) },
+  {
+    name: "participant PATCH",
+    post: false,
+    write: (id, mark) => send("PATCH", `/participants/${id}`, { json: { unit_name: mark, school_institute: mark } }),
+  },
+];
+
+const ROUNDS = 12;
+
+async function dump(): Promise<string> {
+  const result = await run("pg_dump", ["--data-only", "--no-owner", t().url], {});
+  expect(result.code, result.stderr).toBe(0);
+  return result.stdout;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("erasure racing every write that hangs data on a participant", () => {
+  it("keeps nothing of the person: each write commits first and is erased, or is refused with 404", {
+    timeout: 300_000,
+  }, async () => {
+    const marks: string[] = [];
+    const erased: string[] = [];
+    const replays: Array<{ path: string; id: string; key: string; write: () => Promise<Sent> }> = [];
+    const outcomes: Record<string, Record<string, number>> = {};
+
+    for (const path of PATHS) {
+      const counts: Record<string, number> = {};
+      outcomes[path.name] = counts;
+      for (let round = 0; round < ROUNDS; round++) {
+        const mark = `Mk${tag}${path.name.replace(/\W/g, "").slice(0, 12)}${round}x`;
+        const created = await send("POST", "/participants", {
+          json: { instance_id: instanceId, user_id: `race-${mark}`, first_name: mark, surname: mark },
+        });
+        expect(created.status, created.body).toBe(201);
+        const id = (JSON.parse(created.body) as { data: { id: string } }).data.id;
+        marks.push(mark);
+        erased.push(id);
+        const prepared = await path.prepare?.(id, mark);
+        const key = path.post && round % 2 === 1 ? `race-${randomBytes(6).toString("hex")}` : undefined;
+        const write = () => path.write(id, mark, prepared, key);
+        // The write first, the erase a moment later (spread over the write's own time), so either may take the row first.
+        const [written, erasing] = await Promise.all([
+          write(),
+          sleep(Math.floor((round * (path.spreadMs ?? 8)) / ROUNDS)).then(() => send("POST", `/participants/${id}/erase`)),
+        ]);
+        expect(erasing.status, erasing.body).toBe(200);
+        expect([200, 201, 404], `${path.name}: ${written.status} ${written.body}`).toContain(written.status);
+        counts[written.status] = (counts[written.status] ?? 0) + 1;
+        if (key) replays.push({ path: path.name, id, key, write });
+        // Nothing can erase twice, so what the race left stays for good.
+        expect((await send("POST", `/participants/${id}/erase`)).status).toBe(404);
+      }
+    }
+    // It was a race: writes both committed first and were refused, over all paths.
+    const statuses = Object.values(outcomes).flatMap((c) => Object.entries(c));
+    const total = (wanted: (status: number) => boolean) =>
+      statuses.filter(([s]) => wanted(Number(s))).reduce((sum, [, n]) => sum + n, 0);
+    expect(
+      total((s) => s === 404),
+      JSON.stringify(outcomes),
+    ).toBeGreaterThan(0);
+    expect(
+      total((s) => s !== 404),
+      JSON.stringify(outcomes),
+    ).toBeGreaterThan(0);
+
+    // A keyed retry gets no answer back: 409 (its copy was withheld) or 404 (refused, and runs again refused).
+    for (const replay of replays) {
+      const again = await replay.write();
+      expect([404, 409], `${replay.path} replay: ${again.status} ${again.body}`).toContain(again.status);
+    }
+
+    const after = await dump();
+    expect(marks.filter((m) => after.includes(m))).toEqual([]);
+    // The photo store: nothing under any erased participant's prefix.
+    const left = [...store.objects.keys()].filter((k) => erased.some((id) => k.includes(`/${id}/`)));
+    expect(left).toEqual([]);
+    // No care row of anyone erased.
+    const care = await t().admin(
+      `select (select count(*) from public.participant_contacts where participant_id = any ($1))::int as contacts,
+                (select count(*) from public.participant_care where id = any ($1))::int as care,
+                (select count(*) from public.participant_consents where participant_id = any ($1))::int as consents,
+                (select count(*) from public.photo_uploads where key like any (select '%' || x || '%' from unnest($1::text[]) x))::int as uploads`,
+      [erased],
+    );
+    expect(care.rows[0]).toEqual({ contacts: 0, care: 0, consents: 0, uploads: 0 });
+  });
+});
+
+describe("private.hold_live_participant", () => {
+  it("refuses a row for an erased participant, even written by hand, and the API reads that as 404 participant", async () => {
+    const created = await send("POST", "/participants", {
+      json: { instance_id: instanceId, user_id: `hold-${tag}`, first_name: "Hold", surname: "Me" },
+    });
+    const id = (JSON.parse(created.body) as { data: { id: string } }).data.id;
+    expect((await send("POST", `/participants/${id}/erase`)).status).toBe(200);
+    const attempts = [
+      ["insert into public.participant_contacts (tenant_id, participant_id, name) values ($1, $2, 'X')", [tenant.tenantId, id]],
+      ["insert into public.participant_care (tenant_id, id, care_notes) values ($1, $2, 'X')", [tenant.tenantId, id]],
+      [
+        "insert into public.participant_consents (tenant_id, participant_id, kind, status) values ($1, $2, 'photo', 'granted')",
+        [tenant.tenantId, id],
+      ],
+    ] as const;
+    for (const [text, values] of attempts) {
+      const error = await t()
+        .admin(text, [...values])
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+      expect(error, text).toMatchObject({ code: "CA404", constraint: "live_participant" });
+      expect(fromPgError(error)).toMatchObject({ code: "NOT_FOUND", message: "participant not found" });
+    }
+    // Another tenant's participant is as good as absent.
+    const other = await newTenant(t().db);
+    const live = await send("POST", "/participants", {
+      json: { instance_id: instanceId, user_id: `hold-live-${tag}`, first_name: "Hold", surname: "Live" },
+    });
+    const liveId = (JSON.parse(live.body) as { data: { id: string } }).data.id;
+    const crossed = await t()
+      .admin("insert into public.participant_care (tenant_id, id) values ($1, $2)", [other.tenantId, liveId])
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+    expect(crossed).toMatchObject({ code: "CA404", constraint: "live_participant" });
+  });
+});
