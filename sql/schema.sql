@@ -1,0 +1,3307 @@
+-- The schema of a migrated database, generated from the catalog by `npm run db:schema`:
+-- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
+-- For reading: sql/migrations/ builds a database. Owners are named only where they are not
+-- the migrating role; every list is in name order.
+-- Through migration 20261127110000 (32 migrations).
+
+-- Schemas and extensions
+
+create schema auth;
+create schema extensions;
+grant usage on schema extensions to camp_api;
+create schema private;
+grant usage on schema private to camp_api;
+grant usage on schema private to camp_care;
+comment on schema private is 'Camp service internals: policy helpers and trigger functions. Not exposed through PostgREST.';
+create schema reporting;
+grant usage on schema reporting to authenticated;
+grant usage on schema reporting to camp_reporting;
+comment on schema reporting is 'Read-only reports over the caller''s own tenant (camp reporting roles, Supabase users). Soft-deleted rows are left out everywhere.';
+create extension if not exists pg_trgm with schema extensions;
+create extension if not exists unaccent with schema extensions;
+
+-- ==================== schema auth ====================
+
+CREATE OR REPLACE FUNCTION auth.jwt()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+      select coalesce(
+        nullif(current_setting('request.jwt.claim', true), ''),
+        nullif(current_setting('request.jwt.claims', true), '')
+      )::jsonb
+    $function$;
+
+CREATE OR REPLACE FUNCTION auth.uid()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+      select coalesce(
+        nullif(current_setting('request.jwt.claim.sub', true), ''),
+        nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub'
+      )::uuid
+    $function$;
+
+-- ==================== schema private ====================
+
+create table private.event_horizon (
+  only_row boolean default true not null,
+  xact_id xid8 not null,
+  constraint event_horizon_pkey PRIMARY KEY (only_row),
+  constraint event_horizon_one_row CHECK (only_row)
+);
+grant select on table private.event_horizon to camp_api;
+
+create unlogged table private.rate_counters (
+  subject text not null,
+  window_start timestamp with time zone not null,
+  hits integer not null,
+  constraint rate_counters_pkey PRIMARY KEY (subject, window_start)
+);
+comment on table private.rate_counters is 'Hits leased per caller (user:<user id>) per rate-limit window. Old windows are deleted by private.rate_lease now and then.';
+
+create table private.reporting_roles (
+  role_name text not null,
+  tenant_id uuid not null,
+  created_at timestamp with time zone default now() not null,
+  connection_limit integer default 3 not null,
+  statement_timeout interval default '00:00:30'::interval not null,
+  idle_timeout interval default '00:01:00'::interval not null,
+  care boolean default false not null,
+  constraint reporting_roles_pkey PRIMARY KEY (role_name),
+  constraint reporting_roles_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
+  constraint reporting_roles_connection_limit_check CHECK (connection_limit >= 1 AND connection_limit <= 100),
+  constraint reporting_roles_idle_timeout_check CHECK (idle_timeout >= '00:00:00.1'::interval AND idle_timeout <= '01:00:00'::interval),
+  constraint reporting_roles_role_name_check CHECK (role_name ~ '^[a-z][a-z0-9_]{2,62}$'::text),
+  constraint reporting_roles_statement_timeout_check CHECK (statement_timeout >= '00:00:00.1'::interval AND statement_timeout <= '01:00:00'::interval)
+);
+CREATE INDEX reporting_roles_tenant_id ON private.reporting_roles USING btree (tenant_id);
+comment on column private.reporting_roles.statement_timeout is 'Longest statement the role may run; the role starts with it as statement_timeout, and the guard cancels past it even when the role has lifted its own setting.';
+comment on column private.reporting_roles.idle_timeout is 'Longest a session of the role may sit idle inside a transaction (holding locks and a snapshot) before the guard ends it.';
+comment on column private.reporting_roles.care is 'Whether the role reads care data (contacts, care records, consents and their audit events): camp reporting grant --care.';
+comment on table private.reporting_roles is 'Reporting login roles and the one tenant each may read. Keyed on the role name, which only operators can change.';
+
+create table private.room_occupancy (
+  room_id uuid not null,
+  capacity integer,
+  occupancy integer default 0 not null,
+  constraint room_occupancy_pkey PRIMARY KEY (room_id),
+  constraint room_occupancy_room_id_fkey FOREIGN KEY (room_id) REFERENCES public.rooms(id) ON DELETE CASCADE,
+  constraint room_occupancy_not_negative CHECK (occupancy >= 0)
+);
+alter table private.room_occupancy enable row level security;
+CREATE CONSTRAINT TRIGGER room_occupancy_within_capacity AFTER UPDATE ON private.room_occupancy DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (new.occupancy > new.capacity AND (new.occupancy > old.occupancy OR old.capacity IS NULL OR new.capacity < old.capacity)) EXECUTE FUNCTION private.check_room_occupancy();
+comment on table private.room_occupancy is 'One row per room: its live participants and capacity, kept by triggers on participants and rooms; the capacity rule is judged on it.';
+
+create table private.webhook_dispatch (
+  endpoint_id uuid not null,
+  tenant_id uuid not null,
+  xact_id xid8 not null,
+  event_id bigint not null,
+  failing_since timestamp with time zone,
+  last_delivered_at timestamp with time zone,
+  last_claimed_at timestamp with time zone,
+  constraint webhook_dispatch_pkey PRIMARY KEY (endpoint_id),
+  constraint webhook_dispatch_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.webhook_endpoints(id) ON DELETE CASCADE
+);
+comment on table private.webhook_dispatch is 'Per webhook endpoint: the feed cursor up to which its deliveries are enqueued, and since when it has been failing.';
+
+create table private.webhook_housekeeping (
+  only_row boolean default true not null,
+  last_run timestamp with time zone not null,
+  constraint webhook_housekeeping_pkey PRIMARY KEY (only_row),
+  constraint webhook_housekeeping_one_row CHECK (only_row)
+);
+
+create table private.webhook_secrets (
+  endpoint_id uuid not null,
+  secret text not null,
+  created_at timestamp with time zone default now() not null,
+  expires_at timestamp with time zone,
+  constraint webhook_secrets_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.webhook_endpoints(id) ON DELETE CASCADE,
+  constraint webhook_secrets_secret_check CHECK (secret ~ '^whsec_[A-Za-z0-9+/]{40,100}={0,2}$'::text)
+);
+CREATE UNIQUE INDEX webhook_secrets_one_current ON private.webhook_secrets USING btree (endpoint_id) WHERE (expires_at IS NULL);
+comment on table private.webhook_secrets is 'Webhook signing secrets (whsec_...). Plain, as HMAC signing needs them; no role but the owner reads them. Deleted with their endpoint.';
+
+create view private.live_api_keys as
+ SELECT k.id AS key_id,
+    k.tenant_id,
+    k.user_id,
+    u.email,
+    u.role,
+    k.scopes,
+    k.key_hash,
+    k.last_used_at
+   FROM public.api_keys k
+     JOIN public.users u ON u.id = k.user_id
+  WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now()) AND u.active;
+comment on view private.live_api_keys is 'API keys that authenticate: not revoked, not expired, their user active; with the owner''s e-mail and role.';
+
+CREATE OR REPLACE FUNCTION private.api_key_caller(p_key_hash bytea)
+ RETURNS TABLE(key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_last_used timestamptz;
+begin
+  select l.key_id, l.tenant_id, l.user_id, l.email, l.role, l.scopes, l.last_used_at
+  into key_id, tenant_id, user_id, email, role, scopes, v_last_used
+  from private.live_api_keys l
+  where l.key_hash = p_key_hash;
+  if not found then
+    raise exception 'no live API key with this hash' using errcode = 'CA401';
+  end if;
+  if v_last_used is null or v_last_used < now() - interval '1 minute' then
+    update public.api_keys k set last_used_at = now() where k.id = api_key_caller.key_id;
+  end if;
+  return next;
+end
+$function$;
+revoke all on function private.api_key_caller(p_key_hash bytea) from public;
+
+CREATE OR REPLACE FUNCTION private.assert_room_capacity(p_rooms uuid[], p_field text DEFAULT 'room_id'::text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_over jsonb;
+begin
+  if private.room_capacity_overridden() then
+    return;
+  end if;
+  select jsonb_agg(jsonb_build_object('room_id', o.room_id, 'room_number', o.room_number,
+                                      'capacity', o.capacity, 'occupancy', o.occupancy) order by o.room_id)
+  into v_over
+  from private.rooms_over_capacity(p_rooms) o;
+  if v_over is null then
+    return;
+  end if;
+  raise exception 'room % is over capacity: % places, % participants',
+      v_over -> 0 ->> 'room_number', v_over -> 0 ->> 'capacity', v_over -> 0 ->> 'occupancy'
+    using errcode = 'CA409', column = p_field, constraint = 'room_capacity', detail = v_over::text;
+end
+$function$;
+revoke all on function private.assert_room_capacity(p_rooms uuid[], p_field text) from public;
+grant execute on function private.assert_room_capacity(p_rooms uuid[], p_field text) to camp_api;
+comment on function private.assert_room_capacity(p_rooms uuid[], p_field text) is 'Refuses (CA409, constraint room_capacity, every offending room as JSON in DETAIL) when a room of the list holds more live participants than its capacity, unless this transaction overrides capacity.';
+
+CREATE OR REPLACE FUNCTION private.audit_actor()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select coalesce(nullif(current_setting('request.jwt.claims', true), '')::jsonb, '{}'::jsonb)
+$function$;
+
+CREATE OR REPLACE FUNCTION private.audit_care_flag_reads(p_participants uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+begin
+  if private.care_access() = 'none' then
+    raise exception 'no access to care data' using errcode = 'CA403';
+  end if;
+  insert into public.audit_events
+    (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id)
+  select private.request_tenant_id(), (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+         (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', 'read', 'care_flag', p.id
+  from unnest(p_participants) as p(id);
+end
+$function$;
+revoke all on function private.audit_care_flag_reads(p_participants uuid[]) from public;
+grant execute on function private.audit_care_flag_reads(p_participants uuid[]) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.audit_care_read(p_type text, p_participant uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+begin
+  insert into public.audit_events
+    (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id)
+  values (private.request_tenant_id(), (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+          (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', 'read', p_type, p_participant);
+end
+$function$;
+revoke all on function private.audit_care_read(p_type text, p_participant uuid) from public;
+grant execute on function private.audit_care_read(p_type text, p_participant uuid) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.audit_changes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+  v_erasing boolean := coalesce(current_setting('camp.erasing', true), '') = 'on';
+  v_type text := tg_argv[0];
+  -- Never written into an event: secrets, generated and bookkeeping columns.
+  v_hidden text[] := array['tenant_id', 'key_hash', 'search_key', 'created_at', 'updated_at', 'auth_subject'];
+begin
+  if tg_op = 'INSERT' then
+    insert into public.audit_events
+      (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id, changes)
+    select n.tenant_id, (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+           (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', 'create', v_type, n.id,
+           -- A create's fields are stored as values; readers see them as [null, value] (audit_changes_of).
+           jsonb_strip_nulls(to_jsonb(n) - v_hidden)
+    from new_rows n;
+  else
+    insert into public.audit_events
+      (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id, changes)
+    select n.tenant_id, (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+           (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id',
+           case when v_erasing then 'erase'
+                when (to_jsonb(o) ->> 'deleted_at') is null and (to_jsonb(n) ->> 'deleted_at') is not null then 'delete'
+                else 'update' end,
+           v_type, n.id,
+           case when v_erasing then '{}'::jsonb else (
+             select coalesce(jsonb_object_agg(f.key, jsonb_build_array(to_jsonb(o) -> f.key, f.value)), '{}')
+             from jsonb_each(to_jsonb(n) - v_hidden) f
+             where f.value is distinct from to_jsonb(o) -> f.key) end
+    from new_rows n join old_rows o on o.id = n.id
+    -- An update that changed nothing worth recording (last_used_at of a key) is not an event.
+    where v_erasing or exists (
+      select from jsonb_each(to_jsonb(n) - v_hidden - 'last_used_at') f
+      where f.value is distinct from to_jsonb(o) -> f.key);
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.audit_changes_of(p_action text, p_changes jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case when p_action <> 'create' then p_changes
+    else (select coalesce(jsonb_object_agg(f.key, jsonb_build_array(null, f.value)), '{}') from jsonb_each(p_changes) f) end
+$function$;
+grant execute on function private.audit_changes_of(p_action text, p_changes jsonb) to public;
+grant execute on function private.audit_changes_of(p_action text, p_changes jsonb) to camp_api;
+grant execute on function private.audit_changes_of(p_action text, p_changes jsonb) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.authenticate_api_key(p_key_hash bytea)
+ RETURNS TABLE(key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_last_used timestamptz;
+begin
+  select l.key_id, l.tenant_id, l.user_id, l.email, l.role, l.scopes, l.last_used_at
+  into key_id, tenant_id, user_id, email, role, scopes, v_last_used
+  from private.live_api_keys l
+  where l.key_hash = p_key_hash;
+  if not found then
+    return;
+  end if;
+  if v_last_used is null or v_last_used < now() - interval '1 minute' then
+    update public.api_keys k set last_used_at = now() where k.id = authenticate_api_key.key_id;
+  end if;
+  return next;
+end
+$function$;
+revoke all on function private.authenticate_api_key(p_key_hash bytea) from public;
+
+CREATE OR REPLACE FUNCTION private.can_administer(p_user_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select exists (
+    select from public.users u
+    where u.id = p_user_id and u.active and u.role = 'admin'
+      and (u.auth_subject is not null
+           or exists (select from public.api_keys k
+                      where k.user_id = u.id and k.revoked_at is null
+                        and (k.expires_at is null or k.expires_at > now())
+                        and 'write' = any (k.scopes)))
+  )
+$function$;
+revoke all on function private.can_administer(p_user_id uuid) from public;
+comment on function private.can_administer(p_user_id uuid) is 'Whether the user is an active admin who can make changes: a live read-write key, or a linked Bearer identity.';
+
+CREATE OR REPLACE FUNCTION private.care_access()
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := nullif(current_setting('request.jwt.claims', true), '')::jsonb;
+  v_level text;
+  v_scopes text[];
+begin
+  if v_claims is null or not v_claims ? 'sub' or not v_claims ? 'tenant_id' then
+    return 'none';
+  end if;
+  select u.care_access into v_level
+  from public.users u
+  where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = (v_claims ->> 'tenant_id')::uuid and u.active;
+  if v_level is null or v_level = 'none' then
+    return 'none';
+  end if;
+  if v_claims ->> 'key_id' is not null then
+    select k.scopes into v_scopes
+    from public.api_keys k
+    where k.id = (v_claims ->> 'key_id')::uuid
+      and k.user_id = (v_claims ->> 'sub')::uuid
+      and k.revoked_at is null
+      and (k.expires_at is null or k.expires_at > now());
+    if v_scopes is null or not 'care' = any (v_scopes) then
+      return 'none';
+    end if;
+    -- A read-only key reads, whatever its user may do.
+    if v_level = 'write' and not 'write' = any (v_scopes) then
+      return 'read';
+    end if;
+    return v_level;
+  end if;
+  -- No key: a verified Bearer token of the user. Anything else (an operator's
+  -- scope from the CLI, claims without `via`) reaches no care data.
+  if v_claims ->> 'via' = 'bearer' then
+    return v_level;
+  end if;
+  return 'none';
+end
+$function$;
+grant execute on function private.care_access() to public;
+grant execute on function private.care_access() to camp_api;
+grant execute on function private.care_access() to camp_care;
+comment on function private.care_access() is 'The caller''s care access (none, read, write), from the user the claims name (users.care_access) and, for a key, the key''s care and write scopes (api_keys.scopes by the claims'' key_id).';
+
+CREATE OR REPLACE FUNCTION private.care_consents(p_participant uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('consents', p_participant);
+  return private.consents_json(p_participant);
+end
+$function$;
+alter function private.care_consents(p_participant uuid) owner to camp_care;
+revoke all on function private.care_consents(p_participant uuid) from public;
+grant execute on function private.care_consents(p_participant uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_consents_record(p_participant uuid, p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+begin
+  perform private.care_gate(p_participant, 'write');
+  -- Answers of one participant are recorded one request after the other, so seq follows commit order.
+  perform pg_advisory_xact_lock(hashtextextended('care consents ' || p_participant::text, 0));
+  if (select count(*) from public.participant_consents c where c.participant_id = p_participant) >= 999 then
+    raise exception 'a participant has at most 1,000 consent answers' using errcode = 'CA409';
+  end if;
+  perform set_config('camp.withdrawn_photo', '', true);
+  insert into public.participant_consents (participant_id, kind, status, note, recorded_by, recorded_by_email)
+  select p_participant, k.kind, p ->> k.kind, p ->> 'note', (v_actor ->> 'sub')::uuid, v_actor ->> 'email'
+  from (values ('photo', 1), ('emergency_medical_treatment', 2)) as k(kind, position)
+  where p ? k.kind
+  order by k.position;
+  return private.consents_json(p_participant)
+    || jsonb_build_object('removed_photo_key', nullif(current_setting('camp.withdrawn_photo', true), ''));
+end
+$function$;
+alter function private.care_consents_record(p_participant uuid, p jsonb) owner to camp_care;
+revoke all on function private.care_consents_record(p_participant uuid, p jsonb) from public;
+grant execute on function private.care_consents_record(p_participant uuid, p jsonb) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_contact(p_participant uuid, p_contact uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_found jsonb;
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('contacts', p_participant);
+  select jsonb_build_object('record', private.contact_json(c), 'version', c.xmin::text) into v_found
+  from public.participant_contacts c
+  where c.id = p_contact and c.participant_id = p_participant and c.deleted_at is null;
+  if v_found is null then
+    raise exception 'contact not found' using errcode = 'CA404';
+  end if;
+  return v_found;
+end
+$function$;
+alter function private.care_contact(p_participant uuid, p_contact uuid) owner to camp_care;
+revoke all on function private.care_contact(p_participant uuid, p_contact uuid) from public;
+grant execute on function private.care_contact(p_participant uuid, p_contact uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_contact_create(p_participant uuid, p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_created jsonb;
+begin
+  perform private.care_gate(p_participant, 'write');
+  -- Creates for one participant take turns, so the count below holds.
+  perform pg_advisory_xact_lock(hashtextextended('care contacts ' || p_participant::text, 0));
+  if (select count(*) from public.participant_contacts c where c.participant_id = p_participant) >= 100 then
+    raise exception 'a participant has at most 100 contacts, deleted ones included' using errcode = 'CA409';
+  end if;
+  insert into public.participant_contacts as c
+    (participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes)
+  values (p_participant, p ->> 'name', p ->> 'relationship', p ->> 'phone', p ->> 'phone_alt', p ->> 'email',
+          coalesce((p ->> 'emergency')::boolean, false), (p ->> 'emergency_order')::int,
+          coalesce((p ->> 'authorised_pickup')::boolean, false), p ->> 'notes')
+  returning jsonb_build_object('record', private.contact_json(c), 'version', c.xmin::text) into v_created;
+  return v_created;
+end
+$function$;
+alter function private.care_contact_create(p_participant uuid, p jsonb) owner to camp_care;
+revoke all on function private.care_contact_create(p_participant uuid, p jsonb) from public;
+grant execute on function private.care_contact_create(p_participant uuid, p jsonb) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_contact_delete(p_participant uuid, p_contact uuid, p_versions text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_version text;
+begin
+  perform private.care_gate(p_participant, 'write');
+  select c.xmin::text into v_version
+  from public.participant_contacts c
+  where c.id = p_contact and c.participant_id = p_participant and c.deleted_at is null
+  for update;
+  if v_version is null then
+    raise exception 'contact not found' using errcode = 'CA404';
+  end if;
+  if not private.version_matches(p_versions, v_version) then
+    raise exception 'the record has changed since you read it' using errcode = 'CA412';
+  end if;
+  update public.participant_contacts set deleted_at = now() where id = p_contact;
+end
+$function$;
+alter function private.care_contact_delete(p_participant uuid, p_contact uuid, p_versions text[]) owner to camp_care;
+revoke all on function private.care_contact_delete(p_participant uuid, p_contact uuid, p_versions text[]) from public;
+grant execute on function private.care_contact_delete(p_participant uuid, p_contact uuid, p_versions text[]) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_contact_update(p_participant uuid, p_contact uuid, p jsonb, p_versions text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_version text;
+  v_changed jsonb;
+begin
+  perform private.care_gate(p_participant, 'write');
+  select c.xmin::text into v_version
+  from public.participant_contacts c
+  where c.id = p_contact and c.participant_id = p_participant and c.deleted_at is null
+  for update;
+  if v_version is null then
+    raise exception 'contact not found' using errcode = 'CA404';
+  end if;
+  if not private.version_matches(p_versions, v_version) then
+    raise exception 'the record has changed since you read it' using errcode = 'CA412';
+  end if;
+  update public.participant_contacts as c set
+    name = case when p ? 'name' then p ->> 'name' else c.name end,
+    relationship = case when p ? 'relationship' then p ->> 'relationship' else c.relationship end,
+    phone = case when p ? 'phone' then p ->> 'phone' else c.phone end,
+    phone_alt = case when p ? 'phone_alt' then p ->> 'phone_alt' else c.phone_alt end,
+    email = case when p ? 'email' then p ->> 'email' else c.email end,
+    emergency = case when p ? 'emergency' then (p ->> 'emergency')::boolean else c.emergency end,
+    emergency_order = case when p ? 'emergency_order' then (p ->> 'emergency_order')::int
+                           when p ? 'emergency' and not (p ->> 'emergency')::boolean then null
+                           else c.emergency_order end,
+    authorised_pickup = case when p ? 'authorised_pickup' then (p ->> 'authorised_pickup')::boolean else c.authorised_pickup end,
+    notes = case when p ? 'notes' then p ->> 'notes' else c.notes end
+  where c.id = p_contact
+  returning jsonb_build_object('record', private.contact_json(c), 'version', c.xmin::text) into v_changed;
+  return v_changed;
+end
+$function$;
+alter function private.care_contact_update(p_participant uuid, p_contact uuid, p jsonb, p_versions text[]) owner to camp_care;
+revoke all on function private.care_contact_update(p_participant uuid, p_contact uuid, p jsonb, p_versions text[]) from public;
+grant execute on function private.care_contact_update(p_participant uuid, p_contact uuid, p jsonb, p_versions text[]) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_contacts(p_participant uuid, p_include_deleted boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('contacts', p_participant);
+  return (
+    select coalesce(jsonb_agg(private.contact_json(c) order by c.emergency_order, c.created_at, c.id), '[]'::jsonb)
+    from public.participant_contacts c
+    where c.participant_id = p_participant and (p_include_deleted or c.deleted_at is null)
+  );
+end
+$function$;
+alter function private.care_contacts(p_participant uuid, p_include_deleted boolean) owner to camp_care;
+revoke all on function private.care_contacts(p_participant uuid, p_include_deleted boolean) from public;
+grant execute on function private.care_contacts(p_participant uuid, p_include_deleted boolean) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_gate(p_participant uuid, p_need text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_level text := private.care_access();
+  v_instance uuid;
+begin
+  if v_level = 'none' then
+    raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
+      using errcode = 'CA403';
+  end if;
+  if p_need = 'write' and v_level <> 'write' then
+    raise exception 'read-only access to care data (needs care_access write, and for an API key its write scope)'
+      using errcode = 'CA403';
+  end if;
+  select p.instance_id into v_instance
+  from public.participants p
+  where p.id = p_participant and p.tenant_id = private.request_tenant_id() and p.deleted_at is null;
+  if not found then
+    raise exception 'participant not found' using errcode = 'CA404';
+  end if;
+  if p_need = 'write' then
+    perform private.lock_writable_instance(v_instance);
+  end if;
+end
+$function$;
+revoke all on function private.care_gate(p_participant uuid, p_need text) from public;
+grant execute on function private.care_gate(p_participant uuid, p_need text) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.care_record(p_participant uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_found jsonb;
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('care_record', p_participant);
+  select jsonb_build_object('record', private.care_record_json(p_participant, r), 'version', r.xmin::text) into v_found
+  from public.participant_care r where r.id = p_participant;
+  return coalesce(v_found, jsonb_build_object('record', private.care_record_json(p_participant, null), 'version', null));
+end
+$function$;
+alter function private.care_record(p_participant uuid) owner to camp_care;
+revoke all on function private.care_record(p_participant uuid) from public;
+grant execute on function private.care_record(p_participant uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.care_record_json(p_participant uuid, r public.participant_care)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+    'participant_id', p_participant,
+    'allergies', coalesce(r.allergies, '[]'::jsonb),
+    'dietary_requirements', r.dietary_requirements,
+    'medical_conditions', r.medical_conditions,
+    'medications', coalesce(r.medications, '[]'::jsonb),
+    'care_notes', r.care_notes,
+    'created_at', private.iso_time(r.created_at),
+    'updated_at', private.iso_time(r.updated_at))
+$function$;
+grant execute on function private.care_record_json(p_participant uuid, r public.participant_care) to public;
+grant execute on function private.care_record_json(p_participant uuid, r public.participant_care) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.care_record_write(p_participant uuid, p jsonb, p_replace boolean, p_versions text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_version text;
+  v_written jsonb;
+begin
+  perform private.care_gate(p_participant, 'write');
+  -- Writes for one participant take turns: the first creates, the next updates.
+  perform pg_advisory_xact_lock(hashtextextended('care record ' || p_participant::text, 0));
+  select r.xmin::text into v_version from public.participant_care r where r.id = p_participant for update;
+  if not private.version_matches(p_versions, v_version) then
+    raise exception 'the record has changed since you read it' using errcode = 'CA412';
+  end if;
+  if v_version is null then
+    insert into public.participant_care as r (id, allergies, dietary_requirements, medical_conditions, medications, care_notes)
+    values (p_participant, coalesce(p -> 'allergies', '[]'::jsonb), p ->> 'dietary_requirements', p ->> 'medical_conditions',
+            coalesce(p -> 'medications', '[]'::jsonb), p ->> 'care_notes')
+    returning jsonb_build_object('record', private.care_record_json(p_participant, r), 'version', r.xmin::text) into v_written;
+  else
+    update public.participant_care as r set
+      allergies = case when p_replace or p ? 'allergies' then coalesce(p -> 'allergies', '[]'::jsonb) else r.allergies end,
+      dietary_requirements = case when p_replace or p ? 'dietary_requirements' then p ->> 'dietary_requirements' else r.dietary_requirements end,
+      medical_conditions = case when p_replace or p ? 'medical_conditions' then p ->> 'medical_conditions' else r.medical_conditions end,
+      medications = case when p_replace or p ? 'medications' then coalesce(p -> 'medications', '[]'::jsonb) else r.medications end,
+      care_notes = case when p_replace or p ? 'care_notes' then p ->> 'care_notes' else r.care_notes end
+    where r.id = p_participant
+    returning jsonb_build_object('record', private.care_record_json(p_participant, r), 'version', r.xmin::text) into v_written;
+  end if;
+  return v_written;
+end
+$function$;
+alter function private.care_record_write(p_participant uuid, p jsonb, p_replace boolean, p_versions text[]) owner to camp_care;
+revoke all on function private.care_record_write(p_participant uuid, p jsonb, p_replace boolean, p_versions text[]) from public;
+grant execute on function private.care_record_write(p_participant uuid, p jsonb, p_replace boolean, p_versions text[]) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.check_room_occupancy()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.assert_room_capacity(array[new.room_id],
+    case when new.capacity is distinct from old.capacity then 'capacity' else 'room_id' end);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer)
+ RETURNS TABLE(id uuid, tenant_id uuid, endpoint_id uuid, url text, event_id bigint, event_type text, resource_id uuid, occurred_at timestamp with time zone, tries integer, cycle_started_at timestamp with time zone, lease_token uuid, secrets text[])
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  return query
+  with ready as (
+    select w.id, x.last_claimed_at
+    from public.webhook_endpoints w
+    join private.webhook_dispatch x on x.endpoint_id = w.id
+    where w.enabled and w.deleted_at is null
+      and (select count(*) from public.webhook_deliveries f
+           where f.endpoint_id = w.id and f.status = 'pending' and f.lease_token is not null
+             and f.next_attempt_at > now()) < p_per_endpoint
+  ), candidates as (
+    select c.id, c.next_attempt_at, c.nth, r.last_claimed_at
+    from ready r
+    cross join lateral (
+      select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at) as nth
+      from public.webhook_deliveries d
+      where d.endpoint_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
+      order by d.next_attempt_at
+      limit p_per_endpoint) c
+  ), picked as (
+    select d.id, d.lease_token as old_lease, d.leased_at as old_leased_at
+    from public.webhook_deliveries d
+    join candidates c on c.id = d.id
+    where d.status = 'pending' and d.next_attempt_at <= now()
+    order by c.nth, c.last_claimed_at nulls first, c.next_attempt_at
+    limit p_limit
+    for update of d skip locked
+  ), interrupted as (
+    insert into public.webhook_attempts (tenant_id, delivery_id, started_at, error)
+    select d.tenant_id, d.id, p.old_leased_at, 'interrupted: the worker stopped before an answer; sent again'
+    from picked p join public.webhook_deliveries d on d.id = p.id
+    where p.old_lease is not null
+  ), leased as (
+    update public.webhook_deliveries d
+    set lease_token = gen_random_uuid(), leased_at = now(), next_attempt_at = now() + p_lease,
+        tries = d.tries + 1, cycle_started_at = coalesce(d.cycle_started_at, now())
+    from picked p where d.id = p.id
+    returning d.*
+  ), turns as (
+    update private.webhook_dispatch x set last_claimed_at = now()
+    where x.endpoint_id in (select l.endpoint_id from leased l)
+  )
+  select l.id, l.tenant_id, l.endpoint_id, w.url, l.event_id, l.event_type, l.resource_id, l.occurred_at, l.tries,
+         l.cycle_started_at, l.lease_token,
+         array(select s.secret from private.webhook_secrets s
+               where s.endpoint_id = l.endpoint_id and (s.expires_at is null or s.expires_at > now())
+               order by s.created_at desc)
+  from leased l join public.webhook_endpoints w on w.id = l.endpoint_id;
+end
+$function$;
+revoke all on function private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer) from public;
+
+CREATE OR REPLACE FUNCTION private.consents_json(p_participant uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  with answers as (
+    select c.* from public.participant_consents c where c.participant_id = p_participant
+  ), answer_json as (
+    select a.kind, a.seq, jsonb_build_object(
+      'id', a.id, 'kind', a.kind, 'status', a.status, 'note', a.note, 'recorded_by', a.recorded_by,
+      'recorded_by_email', a.recorded_by_email, 'recorded_at', private.iso_time(a.recorded_at)) as answer
+    from answers a
+  )
+  select jsonb_build_object(
+    'participant_id', p_participant,
+    'photo', coalesce(
+      (select j.answer - 'id' - 'kind' from answer_json j where j.kind = 'photo' order by j.seq desc limit 1),
+      '{"status": "unknown", "note": null, "recorded_by": null, "recorded_by_email": null, "recorded_at": null}'::jsonb),
+    'emergency_medical_treatment', coalesce(
+      (select j.answer - 'id' - 'kind' from answer_json j where j.kind = 'emergency_medical_treatment' order by j.seq desc limit 1),
+      '{"status": "unknown", "note": null, "recorded_by": null, "recorded_by_email": null, "recorded_at": null}'::jsonb),
+    'history', coalesce((select jsonb_agg(j.answer order by j.seq desc) from answer_json j), '[]'::jsonb))
+$function$;
+grant execute on function private.consents_json(p_participant uuid) to public;
+grant execute on function private.consents_json(p_participant uuid) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.contact_json(c public.participant_contacts)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+    'id', c.id, 'participant_id', c.participant_id, 'name', c.name, 'relationship', c.relationship,
+    'phone', c.phone, 'phone_alt', c.phone_alt, 'email', c.email, 'emergency', c.emergency,
+    'emergency_order', c.emergency_order, 'authorised_pickup', c.authorised_pickup, 'notes', c.notes,
+    'created_at', private.iso_time(c.created_at), 'updated_at', private.iso_time(c.updated_at),
+    'deleted_at', private.iso_time(c.deleted_at))
+$function$;
+grant execute on function private.contact_json(c public.participant_contacts) to public;
+grant execute on function private.contact_json(c public.participant_contacts) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.count_room_placement()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_left uuid;
+  v_entered uuid;
+begin
+  if tg_op <> 'INSERT' and old.deleted_at is null then
+    v_left := old.room_id;
+  end if;
+  if tg_op <> 'DELETE' and new.deleted_at is null then
+    v_entered := new.room_id;
+  end if;
+  if v_left is not distinct from v_entered then
+    return null;
+  end if;
+  update private.room_occupancy o
+  set occupancy = o.occupancy + case when o.room_id = v_entered then 1 else -1 end
+  where o.room_id in (v_left, v_entered);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.derive_events()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  insert into public.events (tenant_id, xact_id, id, type, resource_id, occurred_at)
+  select n.tenant_id, pg_current_xact_id(), n.id, t.type, n.resource_id, n.occurred_at
+  from new_rows n
+  cross join lateral (select private.event_type_of(n.resource_type, n.action, n.changes) as type) t
+  where t.type is not null;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.dispatch_webhook_events(p_limit integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_xmin xid8 := pg_snapshot_xmin(pg_current_snapshot());
+  v_endpoint record;
+  v_queued int;
+  v_total int := 0;
+begin
+  for v_endpoint in
+    select d.endpoint_id, d.tenant_id, d.xact_id, d.event_id, w.types
+    from private.webhook_dispatch d
+    join public.webhook_endpoints w on w.id = d.endpoint_id and w.enabled and w.deleted_at is null
+    where exists (
+      select from public.events e
+      where e.tenant_id = d.tenant_id and (e.xact_id, e.id) > (d.xact_id, d.event_id) and e.xact_id < v_xmin)
+    for update of d skip locked
+  loop
+    with batch as (
+      select e.xact_id, e.id, e.type, e.resource_id, e.occurred_at from public.events e
+      where e.tenant_id = v_endpoint.tenant_id
+        and (e.xact_id, e.id) > (v_endpoint.xact_id, v_endpoint.event_id)
+        and e.xact_id < v_xmin
+      order by e.xact_id, e.id
+      limit p_limit
+    ), queued as (
+      insert into public.webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, resource_id, occurred_at)
+      select v_endpoint.tenant_id, v_endpoint.endpoint_id, b.id, b.type, b.resource_id, b.occurred_at
+      from batch b
+      where v_endpoint.types is null or b.type = any (v_endpoint.types)
+      on conflict (endpoint_id, event_id) do nothing
+      returning 1
+    ), moved as (
+      update private.webhook_dispatch d set xact_id = l.xact_id, event_id = l.id
+      from (select b.xact_id, b.id from batch b order by b.xact_id desc, b.id desc limit 1) l
+      where d.endpoint_id = v_endpoint.endpoint_id
+      returning 1
+    )
+    select count(*) into v_queued from queued;
+    v_total := v_total + v_queued;
+  end loop;
+  return v_total;
+end
+$function$;
+revoke all on function private.dispatch_webhook_events(p_limit integer) from public;
+
+CREATE OR REPLACE FUNCTION private.enforce_reporting_limits()
+ RETURNS TABLE(pid integer, role_name text, action text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  s record;
+begin
+  for s in
+    select a.pid, m.role_name,
+           case when a.state = 'active' and clock_timestamp() - a.query_start > m.statement_timeout then 'cancel'
+                else 'terminate' end as action
+    from pg_catalog.pg_stat_activity a
+    join private.reporting_roles m on m.role_name = a.usename::text
+    where a.pid <> pg_catalog.pg_backend_pid()
+      and ((a.state = 'active' and clock_timestamp() - a.query_start > m.statement_timeout)
+        or (a.state in ('idle in transaction', 'idle in transaction (aborted)')
+            and clock_timestamp() - a.state_change > m.idle_timeout))
+  loop
+    if s.action = 'cancel' then
+      perform pg_catalog.pg_cancel_backend(s.pid);
+    else
+      perform pg_catalog.pg_terminate_backend(s.pid);
+    end if;
+    pid := s.pid;
+    role_name := s.role_name;
+    action := s.action;
+    return next;
+  end loop;
+end
+$function$;
+revoke all on function private.enforce_reporting_limits() from public;
+comment on function private.enforce_reporting_limits() is 'Cancels reporting-role statements past their granted statement_timeout and ends sessions idle in a transaction past their idle_timeout. Run by the server every REPORTING_GUARD_INTERVAL_MS and, on Supabase, by pg_cron.';
+
+CREATE OR REPLACE FUNCTION private.erase_care_of_participant()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_ids uuid[];
+begin
+  v_ids := array(select c.id from public.participant_contacts c where c.participant_id = new.id)
+        || array(select c.id from public.participant_consents c where c.participant_id = new.id)
+        || new.id;
+  delete from public.participant_contacts where participant_id = new.id;
+  delete from public.participant_consents where participant_id = new.id;
+  delete from public.participant_care where id = new.id;
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = new.tenant_id
+    and e.resource_type in ('contact', 'consent', 'care_record')
+    and e.resource_id = any (v_ids)
+    and e.changes <> '{}'::jsonb;
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.erase_participant(p_id uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_tenant uuid := private.request_tenant_id();
+  v_photo text;
+begin
+  select photo_key into v_photo from public.participants
+  where id = p_id and tenant_id = v_tenant and erased_at is null
+  for update;
+  if not found then
+    raise exception 'participant not found' using errcode = 'CA404';
+  end if;
+  perform set_config('camp.erasing', 'on', true);
+  update public.participants set
+    user_id = 'erased-' || id::text, first_name = 'Erased', surname = 'Erased', full_name = 'Erased',
+    gender = null, pronouns = null, date_of_birth = null, school_year = null, rank = null, unit_name = null,
+    school_institute = null, arrival_date = null, departure_date = null, room_number = null,
+    photo_link = null, photo_key = null, photo_content_type = null, photo_size = null, photo_sha256 = null,
+    erased_at = now(), deleted_at = coalesce(deleted_at, now())
+  where id = p_id;
+  perform set_config('camp.erasing', 'off', true);
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = v_tenant and e.resource_type = 'participant' and e.resource_id = p_id and e.action <> 'erase';
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return v_photo;
+end
+$function$;
+revoke all on function private.erase_participant(p_id uuid) from public;
+grant execute on function private.erase_participant(p_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.event_type_of(p_resource_type text, p_action text, p_changes jsonb)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case
+    when p_resource_type not in ('instance', 'supergroup', 'subgroup', 'block', 'room', 'participant')
+      or p_action not in ('create', 'update', 'delete', 'erase') then null
+    when p_action = 'erase' and p_resource_type <> 'participant' then null
+    when p_resource_type = 'participant' and p_action = 'update' and p_changes ? 'photo_key'
+      and not exists (select from jsonb_object_keys(p_changes) k where k not like 'photo\_%')
+      then case when p_changes -> 'photo_key' ->> 1 is null then 'photo.removed' else 'photo.replaced' end
+    else p_resource_type || '.' || case p_action
+      when 'create' then 'created' when 'update' then 'updated' when 'delete' then 'deleted' else 'erased' end
+  end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.fill_participant_full_name()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if new.full_name is null or btrim(new.full_name) = '' then
+    new.full_name := private.participant_full_name(new.first_name, new.surname);
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.fill_user_care_access()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  new.care_access := coalesce(new.care_access, case when new.role = 'admin' then 'write' else 'none' end);
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_delivery public.webhook_deliveries;
+  v_failing_since timestamptz;
+  v_last_delivered timestamptz;
+begin
+  select * into v_delivery from public.webhook_deliveries where id = p_delivery and lease_token = p_lease for update;
+  if not found then
+    return 'lost_lease';
+  end if;
+  insert into public.webhook_attempts (tenant_id, delivery_id, started_at, duration_ms, status_code, error, response)
+  values (v_delivery.tenant_id, p_delivery, p_started, p_duration_ms, p_status_code, left(p_error, 300), left(p_response, 256));
+  if p_delivered then
+    update public.webhook_deliveries set status = 'delivered', lease_token = null, leased_at = null where id = p_delivery;
+    update private.webhook_dispatch set failing_since = null, last_delivered_at = now() where endpoint_id = v_delivery.endpoint_id;
+    return 'delivered';
+  end if;
+  update private.webhook_dispatch set failing_since = coalesce(failing_since, p_started)
+  where endpoint_id = v_delivery.endpoint_id
+  returning failing_since, last_delivered_at into v_failing_since, v_last_delivered;
+  if p_retry_at is not null then
+    update public.webhook_deliveries set next_attempt_at = p_retry_at, lease_token = null, leased_at = null where id = p_delivery;
+    return 'retry';
+  end if;
+  update public.webhook_deliveries set status = 'failed', lease_token = null, leased_at = null where id = p_delivery;
+  -- Nothing delivered to the endpoint since this delivery's first attempt: it is down, not unlucky.
+  if v_last_delivered is null or v_last_delivered < v_delivery.cycle_started_at then
+    -- The audit trail records this change as the operator's, with the worker as its request.
+    perform set_config('request.jwt.claims', json_build_object('via', 'operator', 'request_id', 'webhook-worker')::text, true);
+    update public.webhook_endpoints
+    set enabled = false,
+        disabled_reason = 'disabled after every delivery failed since ' || to_char(v_failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+    where id = v_delivery.endpoint_id and enabled;
+    update public.webhook_deliveries set status = 'failed', lease_token = null, leased_at = null
+    where endpoint_id = v_delivery.endpoint_id and status = 'pending';
+    return 'disabled';
+  end if;
+  return 'failed';
+end
+$function$;
+revoke all on function private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone) from public;
+
+CREATE OR REPLACE FUNCTION private.forget_deleted_webhook_endpoints()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  delete from private.webhook_secrets s using new_rows n where s.endpoint_id = n.id and n.deleted_at is not null;
+  update public.webhook_deliveries d set status = 'failed', lease_token = null, leased_at = null
+  from new_rows n where d.endpoint_id = n.id and n.deleted_at is not null and d.status = 'pending';
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_audit_events()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if coalesce(current_setting('camp.audit_rewrite', true), '') <> 'on' then
+    raise exception 'audit events are append-only' using errcode = '42501';
+  end if;
+  return case when tg_op = 'DELETE' then old else new end;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_block_write()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.lock_writable_instance(new.instance_id);
+  if tg_op = 'UPDATE' and new.instance_id is distinct from old.instance_id then
+    perform private.lock_writable_instance(old.instance_id);
+  end if;
+  if tg_op = 'UPDATE' and old.deleted_at is null and new.deleted_at is not null then
+    if exists (select from public.rooms where block_id = old.id and deleted_at is null)
+       or exists (select from public.participants where block_id = old.id and deleted_at is null) then
+      raise exception 'block still has rooms or participants' using errcode = 'CA409';
+    end if;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_care_access_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := private.audit_actor();
+begin
+  if v_claims ? 'sub' and not exists (
+    select from public.users u
+    where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = new.tenant_id and u.role = 'admin' and u.active
+  ) then
+    raise exception 'only an admin can change care_access' using errcode = 'CA403', column = 'care_access';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_instance_write()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if old.status = 'archived' and new.status = 'archived' then
+    raise exception 'instance is archived and read-only' using errcode = 'CA409', column = 'status';
+  end if;
+  if old.deleted_at is null and new.deleted_at is not null then
+    -- Subgroups and rooms need a live parent, so checking these three covers all.
+    if exists (select from public.supergroups where instance_id = old.id and deleted_at is null)
+       or exists (select from public.blocks where instance_id = old.id and deleted_at is null)
+       or exists (select from public.participants where instance_id = old.id and deleted_at is null) then
+      raise exception 'instance still holds groups, blocks or participants' using errcode = 'CA409';
+    end if;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_key_issue()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if not exists (select from public.users u where u.id = new.user_id and u.active for share) then
+    raise exception 'a key cannot be issued to a deactivated user'
+      using errcode = 'CA409', column = 'email';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_key_revocation()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if old.revoked_at is not null and new.revoked_at is distinct from old.revoked_at then
+    raise exception 'a revoked key stays revoked' using errcode = 'CA409', column = 'revoked_at';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_participant_insert()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+declare
+  v_instance_id uuid;
+begin
+  for v_instance_id in select distinct instance_id from inserted loop
+    perform private.lock_writable_instance(v_instance_id);
+  end loop;
+
+  -- Each check: lock the live rows referred to, then refuse if any reference
+  -- found no live row.
+  perform from public.supergroups
+  where id in (select super_group_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.super_group_id is not null and not exists (
+    select from public.supergroups s where s.id = i.super_group_id and s.deleted_at is null)) then
+    raise exception 'supergroup does not exist' using errcode = 'CA400', column = 'super_group_id';
+  end if;
+
+  perform from public.subgroups
+  where id in (select sub_group_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.sub_group_id is not null and not exists (
+    select from public.subgroups s where s.id = i.sub_group_id and s.deleted_at is null)) then
+    raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
+  end if;
+
+  perform from public.blocks
+  where id in (select block_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.block_id is not null and not exists (
+    select from public.blocks b where b.id = i.block_id and b.deleted_at is null)) then
+    raise exception 'block does not exist' using errcode = 'CA400', column = 'block_id';
+  end if;
+
+  perform from public.rooms
+  where id in (select room_id from inserted) and deleted_at is null
+  for share;
+  if exists (select from inserted i where i.room_id is not null and not exists (
+    select from public.rooms r where r.id = i.room_id and r.deleted_at is null)) then
+    raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_participant_write()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  -- full_name follows a name change unless it had been set to something
+  -- other than the generated name.
+  if (new.first_name, new.surname) is distinct from (old.first_name, old.surname)
+     and new.full_name is not distinct from old.full_name
+     and old.full_name = private.participant_full_name(old.first_name, old.surname) then
+    new.full_name := private.participant_full_name(new.first_name, new.surname);
+  elsif new.full_name is null or btrim(new.full_name) = '' then
+    new.full_name := private.participant_full_name(new.first_name, new.surname);
+  end if;
+
+  perform private.lock_writable_instance(new.instance_id);
+  if new.instance_id is distinct from old.instance_id then
+    perform private.lock_writable_instance(old.instance_id);
+  end if;
+
+  -- Only a reference this update sets is checked: one it keeps was checked when set.
+  if new.super_group_id is not null and new.super_group_id is distinct from old.super_group_id then
+    perform from public.supergroups where id = new.super_group_id and deleted_at is null for share;
+    if not found then
+      raise exception 'supergroup does not exist' using errcode = 'CA400', column = 'super_group_id';
+    end if;
+  end if;
+  if new.sub_group_id is not null and new.sub_group_id is distinct from old.sub_group_id then
+    perform from public.subgroups where id = new.sub_group_id and deleted_at is null for share;
+    if not found then
+      raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
+    end if;
+  end if;
+  if new.block_id is not null and new.block_id is distinct from old.block_id then
+    perform from public.blocks where id = new.block_id and deleted_at is null for share;
+    if not found then
+      raise exception 'block does not exist' using errcode = 'CA400', column = 'block_id';
+    end if;
+  end if;
+  if new.room_id is not null and new.room_id is distinct from old.room_id then
+    perform from public.rooms where id = new.room_id and deleted_at is null for share;
+    if not found then
+      raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
+    end if;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_refused_photo()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if coalesce((
+    select c.status = 'refused'
+    from public.participant_consents c
+    where c.participant_id = new.id and c.tenant_id = new.tenant_id and c.kind = 'photo'
+    order by c.seq desc
+    limit 1), false)
+  then
+    raise exception 'photo consent is refused for this participant' using errcode = 'CA409',
+      column = case when new.photo_key is distinct from old.photo_key then 'photo' else 'photo_link' end;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_room_move()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if exists (select from public.participants where room_id = old.id) then
+    raise exception 'room has participants (deleted ones included), so its block cannot be changed'
+      using errcode = 'CA409', column = 'block_id';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_room_write()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.lock_writable_instance(new.instance_id);
+  if tg_op = 'UPDATE' and new.instance_id is distinct from old.instance_id then
+    perform private.lock_writable_instance(old.instance_id);
+  end if;
+  if tg_op = 'INSERT' or new.block_id is distinct from old.block_id then
+    perform from public.blocks b
+    where b.id = new.block_id and b.deleted_at is null
+    for share;
+    if not found then
+      raise exception 'block does not exist' using errcode = 'CA400', column = 'block_id';
+    end if;
+  end if;
+  if tg_op = 'UPDATE' and old.deleted_at is null and new.deleted_at is not null then
+    if exists (select from public.participants where room_id = old.id and deleted_at is null) then
+      raise exception 'room still has participants' using errcode = 'CA409';
+    end if;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_subgroup_move()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if exists (select from public.participants where sub_group_id = old.id) then
+    raise exception 'subgroup has participants (deleted ones included), so its supergroup cannot be changed'
+      using errcode = 'CA409', column = 'parent_supergroup_id';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_subgroup_write()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.lock_writable_instance(new.instance_id);
+  if tg_op = 'UPDATE' and new.instance_id is distinct from old.instance_id then
+    perform private.lock_writable_instance(old.instance_id);
+  end if;
+  if tg_op = 'INSERT' or new.parent_supergroup_id is distinct from old.parent_supergroup_id then
+    perform from public.supergroups s
+    where s.id = new.parent_supergroup_id and s.deleted_at is null
+    for share;
+    if not found then
+      raise exception 'supergroup does not exist' using errcode = 'CA400', column = 'parent_supergroup_id';
+    end if;
+  end if;
+  if tg_op = 'UPDATE' and old.deleted_at is null and new.deleted_at is not null then
+    if exists (select from public.participants where sub_group_id = old.id and deleted_at is null) then
+      raise exception 'subgroup still has participants' using errcode = 'CA409';
+    end if;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_supergroup_write()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.lock_writable_instance(new.instance_id);
+  if tg_op = 'UPDATE' and new.instance_id is distinct from old.instance_id then
+    perform private.lock_writable_instance(old.instance_id);
+  end if;
+  if tg_op = 'UPDATE' and old.deleted_at is null and new.deleted_at is not null then
+    if exists (select from public.subgroups where parent_supergroup_id = old.id and deleted_at is null)
+       or exists (select from public.participants where super_group_id = old.id and deleted_at is null) then
+      raise exception 'supergroup still has subgroups or participants' using errcode = 'CA409';
+    end if;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_user_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if old.role = 'admin' and old.active and (new.role <> 'admin' or not new.active) then
+    perform from public.tenants where id = old.tenant_id for update;
+    if not exists (
+      select from public.users u
+      where u.tenant_id = old.tenant_id and u.id <> old.id and u.role = 'admin' and u.active
+    ) then
+      raise exception 'the last active admin of a tenant cannot be demoted or deactivated'
+        using errcode = 'CA409', column = case when not new.active then 'active' else 'role' end;
+    end if;
+    if private.can_administer(old.id) and not exists (
+      select from public.users u
+      where u.tenant_id = old.tenant_id and u.id <> old.id and private.can_administer(u.id)
+    ) then
+      raise exception 'the last admin who can administer (with a read-write key or a sign-in) cannot be demoted or deactivated'
+        using errcode = 'CA409', column = case when not new.active then 'active' else 'role' end;
+    end if;
+  end if;
+  if old.active and not new.active then
+    update public.api_keys set revoked_at = now() where user_id = old.id and revoked_at is null;
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_webhook_endpoint_count()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform from public.tenants where id = new.tenant_id for update;
+  if (select count(*) from public.webhook_endpoints where tenant_id = new.tenant_id and deleted_at is null) >= 20 then
+    raise exception 'a tenant has at most 20 webhook endpoints' using errcode = 'CA409';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag')
+$function$;
+grant execute on function private.is_care_resource(p_type text) to public;
+grant execute on function private.is_care_resource(p_type text) to camp_api;
+grant execute on function private.is_care_resource(p_type text) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.iso_time(p_time timestamp with time zone)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select to_char(p_time at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+$function$;
+grant execute on function private.iso_time(p_time timestamp with time zone) to public;
+grant execute on function private.iso_time(p_time timestamp with time zone) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.lock_writable_instance(p_instance_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+declare
+  v_status text;
+begin
+  select i.status into v_status
+  from public.instances i
+  where i.id = p_instance_id and i.deleted_at is null
+  for share;
+  if not found then
+    raise exception 'instance does not exist' using errcode = 'CA400', column = 'instance_id';
+  end if;
+  if v_status = 'archived' then
+    raise exception 'instance is archived and read-only' using errcode = 'CA409', column = 'instance_id';
+  end if;
+end
+$function$;
+grant execute on function private.lock_writable_instance(p_instance_id uuid) to public;
+grant execute on function private.lock_writable_instance(p_instance_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.note_capacity_override()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  select jsonb_build_object('room_id', r.id, 'room_number', r.room_number, 'capacity', r.capacity, 'occupancy', c.occupancy)
+  into new.capacity_override
+  from public.participants p
+  join public.rooms r on r.id = p.room_id
+  cross join lateral (
+    select count(*) as occupancy from public.participants o where o.room_id = r.id and o.deleted_at is null
+  ) c
+  where p.id = new.resource_id and p.deleted_at is null and r.capacity is not null and c.occupancy > r.capacity
+    and (new.action = 'create' or new.changes ? 'room_id' or new.changes ? 'deleted_at');
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.override_room_capacity()
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if current_setting('request.jwt.claims', true) is not null
+     and current_setting('request.jwt.claims', true) <> ''
+     and coalesce(private.request_app_role(), '') <> 'admin' then
+    raise exception 'only an admin may place participants over a room''s capacity'
+      using errcode = 'CA403', column = 'override_capacity';
+  end if;
+  perform set_config('camp.room_capacity_override', 'on', true);
+end
+$function$;
+revoke all on function private.override_room_capacity() from public;
+grant execute on function private.override_room_capacity() to camp_api;
+
+CREATE OR REPLACE FUNCTION private.participant_full_name(p_first_name text, p_surname text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select btrim(coalesce(p_first_name, '') || ' ' || coalesce(p_surname, ''))
+$function$;
+grant execute on function private.participant_full_name(p_first_name text, p_surname text) to public;
+grant execute on function private.participant_full_name(p_first_name text, p_surname text) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.photo_consent_refused(p_participant uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select coalesce((
+    select c.status = 'refused'
+    from public.participant_consents c
+    where c.participant_id = p_participant and c.tenant_id = private.request_tenant_id() and c.kind = 'photo'
+    order by c.seq desc
+    limit 1), false)
+$function$;
+revoke all on function private.photo_consent_refused(p_participant uuid) from public;
+grant execute on function private.photo_consent_refused(p_participant uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.prune_audit_events(p_before timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count bigint;
+begin
+  perform set_config('camp.audit_rewrite', 'on', true);
+  delete from public.audit_events where occurred_at < p_before;
+  get diagnostics v_count = row_count;
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return v_count;
+end
+$function$;
+revoke all on function private.prune_audit_events(p_before timestamp with time zone) from public;
+
+CREATE OR REPLACE FUNCTION private.prune_events(p_before timestamp with time zone, p_batch integer DEFAULT 10000)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count bigint;
+  v_newest xid8;
+begin
+  with gone as (
+    delete from public.events e
+    where (e.tenant_id, e.xact_id, e.id) in (
+      select o.tenant_id, o.xact_id, o.id from public.events o where o.occurred_at < p_before limit p_batch)
+    returning e.xact_id
+  )
+  select count(*), max(xact_id) into v_count, v_newest from gone;
+  if v_newest is not null then
+    update private.event_horizon set xact_id = greatest(xact_id, v_newest);
+  end if;
+  return v_count;
+end
+$function$;
+revoke all on function private.prune_events(p_before timestamp with time zone, p_batch integer) from public;
+
+CREATE OR REPLACE FUNCTION private.prune_idempotency_keys(p_batch integer DEFAULT 10000)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count bigint;
+begin
+  delete from public.idempotency_keys
+  where ctid in (select k.ctid from public.idempotency_keys k where k.expires_at <= now() limit p_batch);
+  get diagnostics v_count = row_count;
+  return v_count;
+end
+$function$;
+revoke all on function private.prune_idempotency_keys(p_batch integer) from public;
+
+CREATE OR REPLACE FUNCTION private.prune_webhook_deliveries(p_before timestamp with time zone, p_batch integer DEFAULT 10000)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count bigint;
+begin
+  -- Pending ones too (an endpoint disabled for a month): past the three days of retries, none is still worth sending.
+  delete from public.webhook_deliveries
+  where id in (
+    select d.id from public.webhook_deliveries d
+    where d.created_at < p_before and (d.lease_token is null or d.next_attempt_at < now())
+    limit p_batch);
+  get diagnostics v_count = row_count;
+  return v_count;
+end
+$function$;
+revoke all on function private.prune_webhook_deliveries(p_before timestamp with time zone, p_batch integer) from public;
+
+CREATE OR REPLACE FUNCTION private.rate_hit(p_subject text, p_weight integer, p_limit integer, p_window_seconds integer)
+ RETURNS TABLE(rate_limit integer, remaining integer, reset_seconds integer)
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+declare
+  v_now timestamptz := clock_timestamp();
+  v_start timestamptz := to_timestamp(floor(extract(epoch from v_now) / p_window_seconds) * p_window_seconds);
+  v_hits int;
+begin
+  insert into private.rate_counters as c (subject, window_start, hits)
+  values (p_subject, v_start, p_weight)
+  on conflict (subject, window_start) do update set hits = c.hits + excluded.hits
+  returning c.hits into v_hits;
+  -- About one call in a hundred clears windows that have ended.
+  if random() < 0.01 then
+    delete from private.rate_counters where window_start < v_start;
+  end if;
+  rate_limit := p_limit;
+  remaining := p_limit - v_hits;
+  reset_seconds := greatest(1, ceil(extract(epoch from (v_start + make_interval(secs => p_window_seconds) - v_now))))::int;
+  return next;
+end
+$function$;
+revoke all on function private.rate_hit(p_subject text, p_weight integer, p_limit integer, p_window_seconds integer) from public;
+
+CREATE OR REPLACE FUNCTION private.rate_hit_key(p_key_hash bytea, p_weight integer, p_limit integer, p_window_seconds integer)
+ RETURNS TABLE(rate_limit integer, remaining integer, reset_seconds integer)
+ LANGUAGE sql
+ SET search_path TO ''
+AS $function$
+  select h.*
+  from public.api_keys k
+  cross join lateral private.rate_hit('key:' || k.id::text, p_weight, p_limit, p_window_seconds) h
+  where k.key_hash = p_key_hash and k.revoked_at is null
+$function$;
+revoke all on function private.rate_hit_key(p_key_hash bytea, p_weight integer, p_limit integer, p_window_seconds integer) from public;
+
+CREATE OR REPLACE FUNCTION private.rate_lease(p_subject text, p_weight integer, p_want integer, p_limit integer, p_window_seconds integer)
+ RETURNS TABLE(granted integer, remaining integer, window_ms integer)
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+declare
+  v_now timestamptz := clock_timestamp();
+  v_start timestamptz := to_timestamp(floor(extract(epoch from v_now) / p_window_seconds) * p_window_seconds);
+  v_end timestamptz := v_start + make_interval(secs => p_window_seconds);
+  v_hits int;
+  v_left int;
+begin
+  -- The window's row, locked: concurrent leases of one caller take turns.
+  insert into private.rate_counters (subject, window_start, hits)
+  values (p_subject, v_start, 0)
+  on conflict (subject, window_start) do nothing;
+  select c.hits into v_hits
+  from private.rate_counters c
+  where c.subject = p_subject and c.window_start = v_start
+  for update;
+  v_left := p_limit - v_hits;
+  if v_left < p_weight then
+    raise exception 'rate limit spent' using errcode = 'CA429', hint = p_subject,
+      detail = greatest(1, ceil(extract(epoch from (v_end - v_now))))::int::text;
+  end if;
+  granted := least(p_want, v_left, greatest(p_weight, v_left / 8));
+  remaining := v_left - granted;
+  update private.rate_counters c
+  set hits = v_hits + granted
+  where c.subject = p_subject and c.window_start = v_start;
+  -- About one lease in a hundred clears windows that have ended.
+  if random() < 0.01 then
+    delete from private.rate_counters where window_start < v_start;
+  end if;
+  window_ms := greatest(1, floor(extract(epoch from (v_end - v_now)) * 1000))::int;
+  return next;
+end
+$function$;
+revoke all on function private.rate_lease(p_subject text, p_weight integer, p_want integer, p_limit integer, p_window_seconds integer) from public;
+
+CREATE OR REPLACE FUNCTION private.rate_lease_key(p_key_hash bytea, p_weight integer, p_want integer, p_limit integer, p_window_seconds integer)
+ RETURNS TABLE(user_id uuid, granted integer, remaining integer, window_ms integer)
+ LANGUAGE sql
+ SET search_path TO ''
+AS $function$
+  select l.user_id, h.*
+  from private.live_api_keys l
+  cross join lateral private.rate_lease('user:' || l.user_id::text, p_weight, p_want, p_limit, p_window_seconds) h
+  where l.key_hash = p_key_hash
+$function$;
+revoke all on function private.rate_lease_key(p_key_hash bytea, p_weight integer, p_want integer, p_limit integer, p_window_seconds integer) from public;
+
+CREATE OR REPLACE FUNCTION private.redeliver_webhook(p_endpoint uuid, p_delivery uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_delivery public.webhook_deliveries;
+  v_enabled boolean;
+begin
+  if private.request_app_role() is distinct from 'admin' then
+    return 'not_found';
+  end if;
+  select w.enabled into v_enabled from public.webhook_endpoints w
+  where w.id = p_endpoint and w.tenant_id = private.request_tenant_id() and w.deleted_at is null;
+  if not found then
+    return 'not_found';
+  end if;
+  select * into v_delivery from public.webhook_deliveries
+  where id = p_delivery and endpoint_id = p_endpoint and tenant_id = private.request_tenant_id()
+  for update;
+  if not found then
+    return 'not_found';
+  elsif not v_enabled then
+    return 'disabled';
+  elsif v_delivery.lease_token is not null and v_delivery.next_attempt_at > now() then
+    return 'in_flight';
+  end if;
+  update public.webhook_deliveries
+  set status = 'pending', tries = 0, cycle_started_at = null, next_attempt_at = now(), lease_token = null, leased_at = null
+  where id = p_delivery;
+  return 'queued';
+end
+$function$;
+revoke all on function private.redeliver_webhook(p_endpoint uuid, p_delivery uuid) from public;
+grant execute on function private.redeliver_webhook(p_endpoint uuid, p_delivery uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.refuse_instance_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  raise exception 'cannot be changed; create the record in the other instance instead'
+    using errcode = 'CA400', column = 'instance_id';
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.reporting_care()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select coalesce((select r.care from private.reporting_roles r where r.role_name = session_user::text), false)
+$function$;
+revoke all on function private.reporting_care() from public;
+grant execute on function private.reporting_care() to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.reporting_tenant_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select r.tenant_id from private.reporting_roles r where r.role_name = session_user::text
+$function$;
+revoke all on function private.reporting_tenant_id() from public;
+grant execute on function private.reporting_tenant_id() to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.request_app_role()
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+begin
+  return nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'app_role';
+end
+$function$;
+grant execute on function private.request_app_role() to public;
+grant execute on function private.request_app_role() to camp_api;
+
+CREATE OR REPLACE FUNCTION private.request_tenant_id()
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+begin
+  -- Null without claims (a connection outside a tenant scope): matches no row.
+  return (nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'tenant_id')::uuid;
+end
+$function$;
+grant execute on function private.request_tenant_id() to public;
+grant execute on function private.request_tenant_id() to camp_api;
+grant execute on function private.request_tenant_id() to camp_care;
+comment on function private.request_tenant_id() is 'The caller''s tenant from the transaction''s claims (request.jwt.claims), or null. PL/pgSQL so that its body is compiled once per session, not parsed at every evaluation.';
+
+CREATE OR REPLACE FUNCTION private.reset_room_occupancy()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  update private.room_occupancy set occupancy = 0 where occupancy <> 0;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.resolve_token_user(p_subject text, p_email text, p_email_verified boolean, p_tenant_id uuid)
+ RETURNS TABLE(tenant_id uuid, user_id uuid, email text, role text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_matches int;
+  v_user public.users;
+begin
+  if exists (select from public.users u where u.auth_subject = p_subject) then
+    return query
+      select u.tenant_id, u.id, u.email, u.role
+      from public.users u
+      where u.auth_subject = p_subject
+        and u.active
+        and (p_tenant_id is null or u.tenant_id = p_tenant_id);
+    return;
+  end if;
+  if p_email is null or not p_email_verified then
+    return;
+  end if;
+
+  select count(*) into v_matches
+  from public.users u
+  where lower(u.email) = lower(p_email)
+    and u.auth_subject is null
+    and u.active
+    and (p_tenant_id is null or u.tenant_id = p_tenant_id);
+  if v_matches <> 1 then
+    return;
+  end if;
+
+  update public.users u
+  set auth_subject = p_subject
+  where lower(u.email) = lower(p_email)
+    and u.auth_subject is null
+    and u.active
+    and (p_tenant_id is null or u.tenant_id = p_tenant_id)
+  returning u.* into v_user;
+  if v_user.id is not null then
+    return query select v_user.tenant_id, v_user.id, v_user.email, v_user.role;
+  end if;
+exception
+  -- The same subject was linked to another user by a concurrent first use.
+  when unique_violation then
+    return;
+end
+$function$;
+comment on function private.resolve_token_user(p_subject text, p_email text, p_email_verified boolean, p_tenant_id uuid) is 'The user a verified Bearer token is: by subject; the first time only, by a verified e-mail of a user no subject holds yet, which it then links.';
+
+CREATE OR REPLACE FUNCTION private.restrict_reporting_database()
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  execute format('revoke temporary on database %I from public', current_database());
+  if exists (select from pg_catalog.pg_roles where rolname = 'camp_api') then
+    execute format('grant temporary on database %I to camp_api', current_database());
+  end if;
+  execute format('grant connect on database %I to camp_reporting', current_database());
+exception when insufficient_privilege then
+  raise notice 'not the owner of database %: TEMP stays granted to PUBLIC', current_database();
+end
+$function$;
+revoke all on function private.restrict_reporting_database() from public;
+
+CREATE OR REPLACE FUNCTION private.room_capacity_overridden()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select coalesce(current_setting('camp.room_capacity_override', true), '') = 'on'
+$function$;
+grant execute on function private.room_capacity_overridden() to public;
+grant execute on function private.room_capacity_overridden() to camp_api;
+
+CREATE OR REPLACE FUNCTION private.room_in_instance(p_room_id uuid, p_instance_id uuid)
+ RETURNS public.rooms
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+declare
+  v_room public.rooms;
+  v_found boolean;
+begin
+  -- A room being cleared: nothing to fill (room_number is cleared with it).
+  if p_room_id is null then
+    return null;
+  end if;
+  select r.* into v_room
+  from public.rooms r
+  where r.id = p_room_id and r.deleted_at is null;
+  v_found := found;
+  if v_room.instance_id is distinct from p_instance_id then
+    if not exists (select from public.instances i where i.id = p_instance_id and i.deleted_at is null) then
+      raise exception 'instance does not exist' using errcode = 'CA400', column = 'instance_id';
+    elsif v_found then
+      raise exception 'does not belong to instance_id' using errcode = 'CA400', column = 'room_id';
+    end if;
+    raise exception 'room does not exist' using errcode = 'CA400', column = 'room_id';
+  end if;
+  return v_room;
+end
+$function$;
+grant execute on function private.room_in_instance(p_room_id uuid, p_instance_id uuid) to public;
+grant execute on function private.room_in_instance(p_room_id uuid, p_instance_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.rooms_over_capacity(p_rooms uuid[])
+ RETURNS TABLE(room_id uuid, room_number text, capacity integer, occupancy bigint)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  return query
+    select o.room_id, r.room_number, o.capacity, o.occupancy::bigint
+    from private.room_occupancy o
+    join public.rooms r on r.id = o.room_id
+    where o.room_id = any (p_rooms) and o.occupancy > o.capacity
+    order by o.room_id
+    for update of o;
+end
+$function$;
+revoke all on function private.rooms_over_capacity(p_rooms uuid[]) from public;
+grant execute on function private.rooms_over_capacity(p_rooms uuid[]) to camp_api;
+comment on function private.rooms_over_capacity(p_rooms uuid[]) is 'The rooms of the list holding more live participants than their capacity, as this transaction sees them; locks their capacity checks until the transaction ends.';
+
+CREATE OR REPLACE FUNCTION private.search_deleted_participant_ids(p_term text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select p.id
+  from public.participants p
+  where p.tenant_id = (select private.request_tenant_id())
+    and p.deleted_at is not null
+    and private.search_key($1) <> ''
+    and p.search_key like '%' || private.search_key($1) || '%'
+$function$;
+revoke all on function private.search_deleted_participant_ids(p_term text) from public;
+grant execute on function private.search_deleted_participant_ids(p_term text) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.search_key(p_text text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE STRICT
+ SET search_path TO ''
+AS $function$
+      select regexp_replace(lower(extensions.unaccent('extensions.unaccent'::regdictionary, p_text)), '[^[:alnum:]' || chr(31) || ']+', '', 'g')
+    $function$;
+grant execute on function private.search_key(p_text text) to public;
+grant execute on function private.search_key(p_text text) to camp_api;
+comment on function private.search_key(p_text text) is 'Text as search compares it: lower case, without accents, without anything but letters, digits and the field separator chr(31).';
+
+CREATE OR REPLACE FUNCTION private.search_participant_ids(p_term text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select p.id
+  from public.participants p
+  where p.tenant_id = (select private.request_tenant_id())
+    and p.deleted_at is null
+    and private.search_key($1) <> ''
+    and p.search_key like '%' || private.search_key($1) || '%'
+$function$;
+revoke all on function private.search_participant_ids(p_term text) from public;
+grant execute on function private.search_participant_ids(p_term text) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.set_webhook_secret(p_endpoint uuid, p_secret text, p_grace interval)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if not exists (
+    select from public.webhook_endpoints
+    where id = p_endpoint and tenant_id = private.request_tenant_id() and deleted_at is null
+  ) or private.request_app_role() is distinct from 'admin' then
+    raise exception 'webhook endpoint not found' using errcode = 'CA404';
+  end if;
+  -- At most two secrets sign: the new one and the one it replaces; older ones end now.
+  delete from private.webhook_secrets where endpoint_id = p_endpoint and expires_at is not null;
+  update private.webhook_secrets set expires_at = now() + p_grace where endpoint_id = p_endpoint and expires_at is null;
+  delete from private.webhook_secrets where endpoint_id = p_endpoint and expires_at <= now();
+  insert into private.webhook_secrets (endpoint_id, secret) values (p_endpoint, p_secret);
+end
+$function$;
+revoke all on function private.set_webhook_secret(p_endpoint uuid, p_secret text, p_grace interval) from public;
+grant execute on function private.set_webhook_secret(p_endpoint uuid, p_secret text, p_grace interval) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.severe_allergy_participants()
+ RETURNS SETOF uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if private.care_access() = 'none' then
+    raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
+      using errcode = 'CA403';
+  end if;
+  return query select r.id from public.participant_care r where r.severe_allergy;
+end
+$function$;
+alter function private.severe_allergy_participants() owner to camp_care;
+revoke all on function private.severe_allergy_participants() from public;
+grant execute on function private.severe_allergy_participants() to camp_api;
+
+CREATE OR REPLACE FUNCTION private.start_webhook_dispatch()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if tg_op = 'INSERT' or (new.enabled and not old.enabled) then
+    insert into private.webhook_dispatch (endpoint_id, tenant_id, xact_id, event_id)
+    values (new.id, new.tenant_id, pg_snapshot_xmin(pg_current_snapshot()), 0)
+    on conflict (endpoint_id) do update set xact_id = excluded.xact_id, event_id = 0, failing_since = null;
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.supabase_user_tenant_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select u.tenant_id
+  from public.users u
+  where u.auth_subject = coalesce(
+    nullif(current_setting('request.jwt.claim.sub', true), ''),
+    nullif(current_setting('request.jwt.claims', true), '')::jsonb ->> 'sub'
+  )
+$function$;
+revoke all on function private.supabase_user_tenant_id() from public;
+grant execute on function private.supabase_user_tenant_id() to authenticated;
+
+CREATE OR REPLACE FUNCTION private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+declare
+  v_parent uuid;
+  v_instance uuid;
+  v_found boolean;
+begin
+  select s.parent_supergroup_id, s.instance_id into v_parent, v_instance
+  from public.subgroups s
+  where s.id = p_sub_group_id and s.deleted_at is null;
+  v_found := found;
+  if v_instance is distinct from p_instance_id then
+    if not exists (select from public.instances i where i.id = p_instance_id and i.deleted_at is null) then
+      raise exception 'instance does not exist' using errcode = 'CA400', column = 'instance_id';
+    elsif v_found then
+      raise exception 'does not belong to instance_id' using errcode = 'CA400', column = 'sub_group_id';
+    end if;
+    raise exception 'subgroup does not exist' using errcode = 'CA400', column = 'sub_group_id';
+  end if;
+  return v_parent;
+end
+$function$;
+grant execute on function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) to public;
+grant execute on function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.touch_updated_at()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  new.updated_at := now();
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.track_room_capacity()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if tg_op = 'INSERT' then
+    insert into private.room_occupancy (room_id, capacity)
+    values (new.id, case when new.deleted_at is null then new.capacity end);
+  else
+    update private.room_occupancy
+    set capacity = case when new.deleted_at is null then new.capacity end
+    where room_id = new.id;
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.version_matches(p_versions text[], p_version text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select p_versions is null or (p_version is not null and ('*' = any (p_versions) or p_version = any (p_versions)))
+$function$;
+grant execute on function private.version_matches(p_versions text[], p_version text) to public;
+grant execute on function private.version_matches(p_versions text[], p_version text) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.webhook_endpoint_state(p_endpoint uuid)
+ RETURNS TABLE(failing_since timestamp with time zone, previous_secret_expires_at timestamp with time zone)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select d.failing_since,
+         (select max(s.expires_at) from private.webhook_secrets s where s.endpoint_id = w.id and s.expires_at > now())
+  from public.webhook_endpoints w
+  left join private.webhook_dispatch d on d.endpoint_id = w.id
+  where w.id = p_endpoint and w.tenant_id = private.request_tenant_id() and private.request_app_role() = 'admin'
+$function$;
+revoke all on function private.webhook_endpoint_state(p_endpoint uuid) from public;
+grant execute on function private.webhook_endpoint_state(p_endpoint uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.withdraw_refused_photo()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_key text;
+begin
+  select p.photo_key into v_key from public.participants p where p.id = new.participant_id for update;
+  update public.participants
+  set photo_key = null, photo_content_type = null, photo_size = null, photo_sha256 = null, photo_link = null
+  where id = new.participant_id and (photo_key is not null or photo_link is not null);
+  if v_key is not null then
+    perform set_config('camp.withdrawn_photo', v_key, true);
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.withhold_answers_naming(p_tenant uuid, p_participant uuid)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count bigint;
+begin
+  update public.idempotency_keys k
+  set withheld = 'erased', body = null, headers = '{}', request_hash = null
+  where k.tenant_id = p_tenant
+    and k.body is not null
+    and (strpos(k.body, p_participant::text) > 0 or strpos(k.headers::text, p_participant::text) > 0);
+  get diagnostics v_count = row_count;
+  return v_count;
+end
+$function$;
+revoke all on function private.withhold_answers_naming(p_tenant uuid, p_participant uuid) from public;
+
+CREATE OR REPLACE FUNCTION private.withhold_answers_of_erased()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.withhold_answers_naming(new.tenant_id, new.id);
+  return null;
+end
+$function$;
+revoke all on function private.withhold_answers_of_erased() from public;
+
+-- ==================== schema public ====================
+
+create table public.api_keys (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  user_id uuid not null,
+  key_hash bytea not null,
+  key_prefix text not null,
+  created_at timestamp with time zone default now() not null,
+  last_used_at timestamp with time zone,
+  expires_at timestamp with time zone,
+  revoked_at timestamp with time zone,
+  name text,
+  scopes text[] default '{read,write}'::text[] not null,
+  constraint api_keys_pkey PRIMARY KEY (id),
+  constraint api_keys_key_hash_key UNIQUE (key_hash),
+  constraint api_keys_user_id_fkey FOREIGN KEY (tenant_id, user_id) REFERENCES public.users(tenant_id, id),
+  constraint api_keys_key_hash_check CHECK (octet_length(key_hash) = 32),
+  constraint api_keys_key_prefix_check CHECK (char_length(key_prefix) >= 5 AND char_length(key_prefix) <= 32),
+  constraint api_keys_name_check CHECK (char_length(name) >= 1 AND char_length(name) <= 100),
+  constraint api_keys_scopes_check CHECK (scopes = '{read}'::text[] OR scopes = '{read,write}'::text[] OR scopes = '{read,care}'::text[] OR scopes = '{read,write,care}'::text[])
+);
+alter table public.api_keys enable row level security;
+CREATE UNIQUE INDEX api_keys_one_active_per_user ON public.api_keys USING btree (user_id) WHERE (revoked_at IS NULL);
+CREATE INDEX api_keys_tenant_id ON public.api_keys USING btree (tenant_id);
+create policy "API callers manage the keys of their tenant" on public.api_keys for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER api_keys_audit_insert AFTER INSERT ON public.api_keys REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('api_key');
+CREATE TRIGGER api_keys_audit_update AFTER UPDATE ON public.api_keys REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('api_key');
+CREATE TRIGGER api_keys_guard_issue BEFORE INSERT ON public.api_keys FOR EACH ROW EXECUTE FUNCTION private.guard_key_issue();
+CREATE TRIGGER api_keys_guard_revocation BEFORE UPDATE OF revoked_at ON public.api_keys FOR EACH ROW EXECUTE FUNCTION private.guard_key_revocation();
+grant select (id, tenant_id, user_id, key_prefix, created_at, last_used_at, expires_at, revoked_at, name, scopes), insert (tenant_id, user_id, key_hash, key_prefix, expires_at, name, scopes), update (revoked_at) on table public.api_keys to camp_api;
+comment on column public.api_keys.scopes is 'What the key may do: {read} (GET and HEAD only) or {read,write} (everything its user''s role allows), each optionally with care (the user''s care access; without it, no care data at all).';
+
+create table public.audit_events (
+  id bigint generated always as identity not null,
+  tenant_id uuid not null,
+  occurred_at timestamp with time zone default now() not null,
+  actor_user_id uuid,
+  actor_email text,
+  actor_via text not null,
+  actor_key_id uuid,
+  request_id text,
+  action text not null,
+  resource_type text not null,
+  resource_id uuid not null,
+  changes jsonb default '{}'::jsonb not null,
+  client_request_id text default (private.audit_actor() ->> 'client_request_id'::text),
+  capacity_override jsonb,
+  constraint audit_events_pkey PRIMARY KEY (id),
+  constraint audit_events_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE,
+  constraint audit_events_action_check CHECK (action = ANY (ARRAY['create'::text, 'update'::text, 'delete'::text, 'erase'::text, 'read'::text])),
+  constraint audit_events_actor_via_check CHECK (actor_via = ANY (ARRAY['api_key'::text, 'bearer'::text, 'operator'::text]))
+);
+alter table public.audit_events enable row level security;
+CREATE INDEX audit_events_resource ON public.audit_events USING btree (tenant_id, resource_type, resource_id, occurred_at DESC);
+CREATE INDEX audit_events_tenant_time ON public.audit_events USING btree (tenant_id, occurred_at DESC, id DESC);
+create policy "API callers read the audit trail of their tenant" on public.audit_events for select to camp_api
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
+create policy "Reporting roles read their tenant's audit trail" on public.audit_events for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR ( SELECT private.reporting_care() AS reporting_care))));
+CREATE TRIGGER audit_events_append_only BEFORE DELETE OR UPDATE ON public.audit_events FOR EACH ROW EXECUTE FUNCTION private.guard_audit_events();
+CREATE TRIGGER audit_events_derive_events AFTER INSERT ON public.audit_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.derive_events();
+CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON public.audit_events FOR EACH STATEMENT EXECUTE FUNCTION private.guard_audit_events();
+CREATE TRIGGER audit_events_note_capacity_override BEFORE INSERT ON public.audit_events FOR EACH ROW WHEN (current_setting('camp.room_capacity_override'::text, true) = 'on'::text AND new.resource_type = 'participant'::text) EXECUTE FUNCTION private.note_capacity_override();
+grant select (id, occurred_at, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id, changes, client_request_id, capacity_override) on table public.audit_events to camp_reporting;
+comment on column public.audit_events.client_request_id is 'The X-Request-Id the client sent, when it was a short safe token; request_id is the server''s own id.';
+comment on column public.audit_events.capacity_override is 'Set when the change placed the participant in a room over its capacity under an admin''s override: {room_id, room_number, capacity, occupancy} as the write left it; the actor is who overrode.';
+grant select on table public.audit_events to camp_api;
+comment on table public.audit_events is 'Who changed what, when: one event per created, updated, deleted or erased record, written by triggers in the writing transaction. Append-only: only private.prune_audit_events and private.erase_participant may change it.';
+
+create table public.blocks (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  name text not null,
+  description text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint blocks_pkey PRIMARY KEY (id),
+  constraint blocks_instance_id_id_key UNIQUE (instance_id, id),
+  constraint blocks_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint blocks_description_check CHECK (char_length(description) <= 2000),
+  constraint blocks_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200)
+);
+alter table public.blocks enable row level security;
+CREATE INDEX blocks_by_instance ON public.blocks USING btree (instance_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX blocks_list ON public.blocks USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX blocks_name_key ON public.blocks USING btree (instance_id, lower(btrim(name))) WHERE (deleted_at IS NULL);
+create policy "API callers manage the blocks of their tenant" on public.blocks for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the blocks of their tenant" on public.blocks for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the blocks of their tenant" on public.blocks for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
+CREATE TRIGGER blocks_audit_insert AFTER INSERT ON public.blocks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('block');
+CREATE TRIGGER blocks_audit_update AFTER UPDATE ON public.blocks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('block');
+CREATE TRIGGER blocks_freeze_instance_id BEFORE UPDATE ON public.blocks FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
+CREATE TRIGGER blocks_guard_write BEFORE INSERT OR UPDATE ON public.blocks FOR EACH ROW EXECUTE FUNCTION private.guard_block_write();
+CREATE TRIGGER blocks_touch_updated_at BEFORE UPDATE ON public.blocks FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select (id, instance_id, name, deleted_at) on table public.blocks to authenticated;
+grant select (id, instance_id, name, deleted_at) on table public.blocks to camp_reporting;
+grant select, insert, update on table public.blocks to camp_api;
+
+create table public.events (
+  tenant_id uuid not null,
+  xact_id xid8 not null,
+  id bigint not null,
+  type text not null,
+  resource_id uuid not null,
+  occurred_at timestamp with time zone not null,
+  constraint events_pkey PRIMARY KEY (tenant_id, xact_id, id),
+  constraint events_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE
+);
+alter table public.events enable row level security;
+CREATE INDEX events_occurred_at ON public.events USING brin (occurred_at);
+create policy "API callers read the events of their tenant" on public.events for select to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+grant select on table public.events to camp_api;
+comment on table public.events is 'The change feed: one row per created, updated, deleted or erased camp record, derived from audit_events in the writing transaction; ids and type only. Kept 30 days (private.prune_events).';
+
+create table public.idempotency_keys (
+  tenant_id uuid default private.request_tenant_id() not null,
+  user_id uuid not null,
+  key text not null,
+  request_hash text,
+  status integer not null,
+  headers jsonb default '{}'::jsonb not null,
+  body text,
+  created_at timestamp with time zone default now() not null,
+  expires_at timestamp with time zone default (now() + '24:00:00'::interval) not null,
+  withheld text,
+  requires text[] default '{}'::text[] not null,
+  constraint idempotency_keys_pkey PRIMARY KEY (tenant_id, user_id, key),
+  constraint idempotency_keys_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE,
+  constraint idempotency_keys_user_id_fkey FOREIGN KEY (tenant_id, user_id) REFERENCES public.users(tenant_id, id) ON DELETE CASCADE,
+  constraint idempotency_keys_hash_check CHECK (request_hash IS NOT NULL OR withheld = 'erased'::text),
+  constraint idempotency_keys_key_check CHECK (key ~ '^[!-~]{1,255}$'::text),
+  constraint idempotency_keys_requires_check CHECK (requires <@ ARRAY['admin'::text, 'care'::text]),
+  constraint idempotency_keys_withheld_body CHECK ((withheld IS NULL) = (body IS NOT NULL)),
+  constraint idempotency_keys_withheld_check CHECK (withheld = ANY (ARRAY['secret'::text, 'erased'::text]))
+);
+alter table public.idempotency_keys enable row level security;
+CREATE INDEX idempotency_keys_expires_at ON public.idempotency_keys USING btree (tenant_id, expires_at);
+CREATE INDEX idempotency_keys_expiry ON public.idempotency_keys USING btree (expires_at);
+create policy "API callers keep the idempotency keys of their tenant" on public.idempotency_keys for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+comment on column public.idempotency_keys.withheld is 'Why the answer is not kept: secret (it held an API key or signing secret, shown once), erased (it named a participant since erased). Null when body holds the answer.';
+comment on column public.idempotency_keys.requires is 'The rights the first request relied on beyond write scope (admin, care); a replay is given only to a caller who still holds them.';
+grant select, insert, update, delete on table public.idempotency_keys to camp_api;
+comment on table public.idempotency_keys is 'The stored answers of POSTs sent with an Idempotency-Key, per tenant and user, for 24 hours (removed by private.prune_idempotency_keys in the hourly housekeeping, and a few at a time by later keyed requests of the tenant). Never a secret (withheld = secret), never an erased participant (withheld = erased).';
+
+create table public.instances (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  name text not null,
+  description text,
+  status text default 'upcoming'::text not null,
+  start_date date,
+  end_date date,
+  location text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint instances_pkey PRIMARY KEY (id),
+  constraint instances_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint instances_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
+  constraint instances_description_check CHECK (char_length(description) <= 2000),
+  constraint instances_end_date_check CHECK (end_date >= start_date),
+  constraint instances_location_check CHECK (char_length(location) <= 200),
+  constraint instances_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200),
+  constraint instances_status_check CHECK (status = ANY (ARRAY['upcoming'::text, 'active'::text, 'completed'::text, 'archived'::text]))
+);
+alter table public.instances enable row level security;
+CREATE INDEX instances_list ON public.instances USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy "API callers manage the instances of their tenant" on public.instances for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the instances of their tenant" on public.instances for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the instances of their tenant" on public.instances for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
+CREATE TRIGGER instances_audit_insert AFTER INSERT ON public.instances REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('instance');
+CREATE TRIGGER instances_audit_update AFTER UPDATE ON public.instances REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('instance');
+CREATE TRIGGER instances_guard_write BEFORE UPDATE ON public.instances FOR EACH ROW EXECUTE FUNCTION private.guard_instance_write();
+CREATE TRIGGER instances_touch_updated_at BEFORE UPDATE ON public.instances FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select (id, name, status, start_date, end_date, deleted_at) on table public.instances to authenticated;
+grant select (id, name, status, start_date, end_date, deleted_at) on table public.instances to camp_reporting;
+grant select, insert, update on table public.instances to camp_api;
+
+create table public.participant_care (
+  id uuid not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  allergies jsonb default '[]'::jsonb not null,
+  dietary_requirements text,
+  medical_conditions text,
+  medications jsonb default '[]'::jsonb not null,
+  care_notes text,
+  severe_allergy boolean generated always as (jsonb_path_exists(allergies, '$[*]?(@."severity" == "severe" || @."severity" == "anaphylactic")'::jsonpath)) stored not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint participant_care_pkey PRIMARY KEY (id),
+  constraint participant_care_id_fkey FOREIGN KEY (tenant_id, id) REFERENCES public.participants(tenant_id, id),
+  constraint participant_care_allergies_check CHECK (jsonb_typeof(allergies) = 'array'::text AND jsonb_array_length(allergies) <= 50),
+  constraint participant_care_care_notes_check CHECK (char_length(care_notes) <= 2000),
+  constraint participant_care_dietary_requirements_check CHECK (char_length(dietary_requirements) <= 2000),
+  constraint participant_care_medical_conditions_check CHECK (char_length(medical_conditions) <= 2000),
+  constraint participant_care_medications_check CHECK (jsonb_typeof(medications) = 'array'::text AND jsonb_array_length(medications) <= 50)
+);
+alter table public.participant_care enable row level security;
+CREATE INDEX participant_care_severe ON public.participant_care USING btree (tenant_id) INCLUDE (id) WHERE severe_allergy;
+create policy "Care functions add care records with care write access" on public.participant_care for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions change care records with care write access" on public.participant_care for update to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)))
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions read care records with care access" on public.participant_care for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))));
+create policy "Reporting roles granted care read their tenant's care records" on public.participant_care for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
+CREATE TRIGGER participant_care_audit_insert AFTER INSERT ON public.participant_care REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('care_record');
+CREATE TRIGGER participant_care_audit_update AFTER UPDATE ON public.participant_care REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('care_record');
+CREATE TRIGGER participant_care_touch_updated_at BEFORE UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant insert (id, allergies, dietary_requirements, medical_conditions, medications, care_notes), update (allergies, dietary_requirements, medical_conditions, medications, care_notes) on table public.participant_care to camp_care;
+grant select (id, allergies, dietary_requirements, medical_conditions, medications, care_notes, severe_allergy, created_at, updated_at) on table public.participant_care to camp_reporting;
+grant select on table public.participant_care to camp_care;
+comment on table public.participant_care is 'Allergies, dietary needs, medical conditions, medications and care notes of a participant (id = the participant''s id). Care data: reached only through private.care_record*.';
+
+create table public.participant_consents (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  participant_id uuid not null,
+  seq bigint generated always as identity not null,
+  kind text not null,
+  status text not null,
+  note text,
+  recorded_by uuid,
+  recorded_by_email text,
+  recorded_at timestamp with time zone default clock_timestamp() not null,
+  constraint participant_consents_pkey PRIMARY KEY (id),
+  constraint participant_consents_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint participant_consents_kind_check CHECK (kind = ANY (ARRAY['photo'::text, 'emergency_medical_treatment'::text])),
+  constraint participant_consents_note_check CHECK (char_length(note) <= 2000),
+  constraint participant_consents_status_check CHECK (status = ANY (ARRAY['granted'::text, 'refused'::text, 'unknown'::text]))
+);
+alter table public.participant_consents enable row level security;
+CREATE INDEX participant_consents_by_participant ON public.participant_consents USING btree (participant_id, kind, seq DESC);
+CREATE INDEX participant_consents_tenant_id ON public.participant_consents USING btree (tenant_id);
+create policy "Care functions read consents with care access" on public.participant_consents for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))));
+create policy "Care functions record consents with care write access" on public.participant_consents for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Reporting roles granted care read their tenant's consents" on public.participant_consents for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
+CREATE TRIGGER participant_consents_audit_insert AFTER INSERT ON public.participant_consents REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('consent');
+CREATE TRIGGER participant_consents_audit_update AFTER UPDATE ON public.participant_consents REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('consent');
+CREATE TRIGGER participant_consents_withdraw_photo AFTER INSERT ON public.participant_consents FOR EACH ROW WHEN (new.kind = 'photo'::text AND new.status = 'refused'::text) EXECUTE FUNCTION private.withdraw_refused_photo();
+grant insert (participant_id, kind, status, note, recorded_by, recorded_by_email) on table public.participant_consents to camp_care;
+grant select (id, participant_id, seq, kind, status, note, recorded_by, recorded_by_email, recorded_at) on table public.participant_consents to camp_reporting;
+grant select on table public.participant_consents to camp_care;
+comment on table public.participant_consents is 'Consent answers (photo, emergency_medical_treatment) as a history, with who recorded each and when. Care data: reached only through private.care_consents*.';
+
+create table public.participant_contacts (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  participant_id uuid not null,
+  name text not null,
+  relationship text,
+  phone text,
+  phone_alt text,
+  email text,
+  emergency boolean default false not null,
+  emergency_order integer,
+  authorised_pickup boolean default false not null,
+  notes text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint participant_contacts_pkey PRIMARY KEY (id),
+  constraint participant_contacts_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint participant_contacts_email_check CHECK (email ~ '^[^@[:space:]]+@[^@[:space:]]+$'::text AND char_length(email) <= 320),
+  constraint participant_contacts_emergency_order_check CHECK (emergency_order >= 1 AND emergency_order <= 99),
+  constraint participant_contacts_emergency_order_only_check CHECK (emergency OR emergency_order IS NULL),
+  constraint participant_contacts_emergency_phone_check CHECK (NOT emergency OR phone IS NOT NULL),
+  constraint participant_contacts_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200),
+  constraint participant_contacts_notes_check CHECK (char_length(notes) <= 2000),
+  constraint participant_contacts_phone_alt_check CHECK (phone_alt ~ '^\+[1-9][0-9]{3,14}$'::text),
+  constraint participant_contacts_phone_check CHECK (phone ~ '^\+[1-9][0-9]{3,14}$'::text),
+  constraint participant_contacts_relationship_check CHECK (char_length(relationship) <= 200)
+);
+alter table public.participant_contacts enable row level security;
+CREATE INDEX participant_contacts_by_participant ON public.participant_contacts USING btree (participant_id, emergency_order, created_at, id);
+CREATE INDEX participant_contacts_tenant_id ON public.participant_contacts USING btree (tenant_id);
+create policy "Care functions add contacts with care write access" on public.participant_contacts for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions change contacts with care write access" on public.participant_contacts for update to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)))
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions read contacts with care access" on public.participant_contacts for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))));
+create policy "Reporting roles granted care read their tenant's contacts" on public.participant_contacts for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
+CREATE TRIGGER participant_contacts_audit_insert AFTER INSERT ON public.participant_contacts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('contact');
+CREATE TRIGGER participant_contacts_audit_update AFTER UPDATE ON public.participant_contacts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('contact');
+CREATE TRIGGER participant_contacts_touch_updated_at BEFORE UPDATE ON public.participant_contacts FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant insert (participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes), update (name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, deleted_at) on table public.participant_contacts to camp_care;
+grant select (id, participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, created_at, updated_at, deleted_at) on table public.participant_contacts to camp_reporting;
+grant select on table public.participant_contacts to camp_care;
+comment on table public.participant_contacts is 'Emergency contacts and people authorised to collect a participant. Care data: reached only through the private.care_contact* functions.';
+
+create table public.participants (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  user_id text not null,
+  first_name text not null,
+  surname text not null,
+  full_name text not null,
+  gender text,
+  pronouns text,
+  status text default 'active'::text not null,
+  date_of_birth date,
+  school_year text,
+  rank text,
+  unit_name text,
+  school_institute text,
+  arrival_date date,
+  departure_date date,
+  super_group_id uuid,
+  sub_group_id uuid,
+  block_id uuid,
+  room_id uuid,
+  room_number text,
+  photo_link text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  photo_key text,
+  photo_content_type text,
+  photo_size integer,
+  photo_sha256 text,
+  search_key text generated always as (private.search_key(((((((first_name || chr(31)) || surname) || chr(31)) || full_name) || chr(31)) || user_id))) stored,
+  erased_at timestamp with time zone,
+  constraint participants_pkey PRIMARY KEY (id),
+  constraint participants_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint participants_block_id_fkey FOREIGN KEY (instance_id, block_id) REFERENCES public.blocks(instance_id, id),
+  constraint participants_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint participants_room_id_fkey FOREIGN KEY (instance_id, room_id) REFERENCES public.rooms(instance_id, id),
+  constraint participants_room_id_parent_fkey FOREIGN KEY (block_id, room_id) REFERENCES public.rooms(block_id, id),
+  constraint participants_sub_group_id_fkey FOREIGN KEY (instance_id, sub_group_id) REFERENCES public.subgroups(instance_id, id),
+  constraint participants_sub_group_id_parent_fkey FOREIGN KEY (super_group_id, sub_group_id) REFERENCES public.subgroups(parent_supergroup_id, id),
+  constraint participants_super_group_id_fkey FOREIGN KEY (instance_id, super_group_id) REFERENCES public.supergroups(instance_id, id),
+  constraint participants_departure_date_check CHECK (departure_date >= arrival_date),
+  constraint participants_first_name_check CHECK (char_length(btrim(first_name)) >= 1 AND char_length(btrim(first_name)) <= 200),
+  constraint participants_full_name_check CHECK (char_length(full_name) <= 401),
+  constraint participants_gender_check CHECK (gender = ANY (ARRAY['Male'::text, 'Female'::text, 'Other'::text])),
+  constraint participants_photo_content_type_check CHECK (photo_content_type = ANY (ARRAY['image/jpeg'::text, 'image/png'::text, 'image/gif'::text, 'image/webp'::text])),
+  constraint participants_photo_key_check CHECK (photo_key IS NULL AND photo_content_type IS NULL AND photo_size IS NULL AND photo_sha256 IS NULL OR photo_key = ((((((tenant_id::text || '/'::text) || id::text) || '/'::text) || photo_sha256) || '.'::text) ||
+CASE photo_content_type
+    WHEN 'image/jpeg'::text THEN 'jpg'::text
+    WHEN 'image/png'::text THEN 'png'::text
+    WHEN 'image/gif'::text THEN 'gif'::text
+    WHEN 'image/webp'::text THEN 'webp'::text
+    ELSE NULL::text
+END)),
+  constraint participants_photo_link_check CHECK (char_length(photo_link) <= 2000),
+  constraint participants_photo_sha256_check CHECK (photo_sha256 ~ '^[0-9a-f]{64}$'::text),
+  constraint participants_photo_size_check CHECK (photo_size >= 1 AND photo_size <= 5242880),
+  constraint participants_pronouns_check CHECK (char_length(pronouns) <= 50),
+  constraint participants_rank_check CHECK (char_length(rank) <= 200),
+  constraint participants_room_id_check CHECK (room_id IS NULL OR block_id IS NOT NULL),
+  constraint participants_room_number_check CHECK (char_length(room_number) <= 200),
+  constraint participants_school_institute_check CHECK (char_length(school_institute) <= 200),
+  constraint participants_school_year_check CHECK (char_length(school_year) <= 200),
+  constraint participants_status_check CHECK (status = ANY (ARRAY['active'::text, 'inactive'::text])),
+  constraint participants_sub_group_id_check CHECK (sub_group_id IS NULL OR super_group_id IS NOT NULL),
+  constraint participants_surname_check CHECK (char_length(btrim(surname)) >= 1 AND char_length(btrim(surname)) <= 200),
+  constraint participants_unit_name_check CHECK (char_length(unit_name) <= 200),
+  constraint participants_user_id_check CHECK (char_length(btrim(user_id)) >= 1 AND char_length(btrim(user_id)) <= 200)
+);
+alter table public.participants enable row level security;
+CREATE INDEX participants_by_block ON public.participants USING btree (block_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_instance ON public.participants USING btree (instance_id, created_at, id) INCLUDE (tenant_id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_instance_first_name ON public.participants USING btree (instance_id, first_name, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_instance_status ON public.participants USING btree (instance_id, status, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_instance_surname ON public.participants USING btree (instance_id, surname, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_room ON public.participants USING btree (room_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_status ON public.participants USING btree (tenant_id, status, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_sub_group ON public.participants USING btree (sub_group_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_super_group ON public.participants USING btree (super_group_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_tenant_surname ON public.participants USING btree (tenant_id, surname, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_by_updated_at ON public.participants USING btree (tenant_id, updated_at, id);
+CREATE INDEX participants_by_user_id ON public.participants USING btree (tenant_id, user_id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_list ON public.participants USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_search_key ON public.participants USING gin (search_key extensions.gin_trgm_ops) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX participants_user_id_key ON public.participants USING btree (instance_id, user_id) WHERE (deleted_at IS NULL);
+create policy "API callers manage the participants of their tenant" on public.participants for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the participants of their tenant" on public.participants for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the participants of their tenant" on public.participants for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
+CREATE TRIGGER participants_audit_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('participant');
+CREATE TRIGGER participants_audit_update AFTER UPDATE ON public.participants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('participant');
+CREATE TRIGGER participants_count_room_delete AFTER DELETE ON public.participants FOR EACH ROW WHEN (old.room_id IS NOT NULL AND old.deleted_at IS NULL) EXECUTE FUNCTION private.count_room_placement();
+CREATE TRIGGER participants_count_room_insert AFTER INSERT ON public.participants FOR EACH ROW WHEN (new.room_id IS NOT NULL AND new.deleted_at IS NULL) EXECUTE FUNCTION private.count_room_placement();
+CREATE TRIGGER participants_count_room_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_room_occupancy();
+CREATE TRIGGER participants_count_room_update AFTER UPDATE OF room_id, deleted_at ON public.participants FOR EACH ROW WHEN ((new.room_id IS DISTINCT FROM old.room_id OR (new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) AND (old.room_id IS NOT NULL AND old.deleted_at IS NULL OR new.room_id IS NOT NULL AND new.deleted_at IS NULL)) EXECUTE FUNCTION private.count_room_placement();
+CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_care_of_participant();
+CREATE TRIGGER participants_erase_stored_answers AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.withhold_answers_of_erased();
+CREATE TRIGGER participants_fill_full_name BEFORE INSERT ON public.participants FOR EACH ROW EXECUTE FUNCTION private.fill_participant_full_name();
+CREATE TRIGGER participants_guard_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION private.guard_participant_insert();
+CREATE TRIGGER participants_guard_refused_photo BEFORE UPDATE OF photo_key, photo_link ON public.participants FOR EACH ROW WHEN (new.photo_key IS NOT NULL AND new.photo_key IS DISTINCT FROM old.photo_key OR new.photo_link IS NOT NULL AND new.photo_link IS DISTINCT FROM old.photo_link) EXECUTE FUNCTION private.guard_refused_photo();
+CREATE TRIGGER participants_guard_write BEFORE UPDATE ON public.participants FOR EACH ROW EXECUTE FUNCTION private.guard_participant_write();
+CREATE TRIGGER participants_touch_updated_at BEFORE UPDATE ON public.participants FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at) on table public.participants to authenticated;
+grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at) on table public.participants to camp_reporting;
+comment on column public.participants.search_key is 'What `q` searches: the names and user_id as private.search_key folds them, joined by chr(31). Generated; never written.';
+comment on column public.participants.erased_at is 'When the participant''s personal data was erased (POST /participants/{id}/erase): the row keeps its id and instance, nothing else of the person.';
+grant select, insert, update on table public.participants to camp_api;
+
+create table public.photo_uploads (
+  key text not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  started_at timestamp with time zone default now() not null,
+  constraint photo_uploads_pkey PRIMARY KEY (key),
+  constraint photo_uploads_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE
+);
+alter table public.photo_uploads enable row level security;
+CREATE INDEX photo_uploads_tenant_id ON public.photo_uploads USING btree (tenant_id);
+create policy "API callers record the uploads of their tenant" on public.photo_uploads for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+grant select, insert, delete on table public.photo_uploads to camp_api;
+comment on table public.photo_uploads is 'Photo objects being uploaded: written before the object is stored, removed when the participant row points at it. camp photos sweep keeps every key listed here (an intent older than a day is a crashed upload and is ignored).';
+
+create table public.rooms (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  block_id uuid not null,
+  room_number text not null,
+  name text,
+  capacity integer,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint rooms_pkey PRIMARY KEY (id),
+  constraint rooms_block_id_id_key UNIQUE (block_id, id),
+  constraint rooms_instance_id_id_key UNIQUE (instance_id, id),
+  constraint rooms_block_id_fkey FOREIGN KEY (instance_id, block_id) REFERENCES public.blocks(instance_id, id),
+  constraint rooms_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint rooms_capacity_check CHECK (capacity >= 0),
+  constraint rooms_name_check CHECK (char_length(name) <= 200),
+  constraint rooms_room_number_check CHECK (char_length(btrim(room_number)) >= 1 AND char_length(btrim(room_number)) <= 200)
+);
+alter table public.rooms enable row level security;
+CREATE INDEX rooms_by_block ON public.rooms USING btree (block_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX rooms_by_instance ON public.rooms USING btree (instance_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX rooms_list ON public.rooms USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX rooms_room_number_key ON public.rooms USING btree (block_id, lower(btrim(room_number))) WHERE (deleted_at IS NULL);
+create policy "API callers manage the rooms of their tenant" on public.rooms for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the rooms of their tenant" on public.rooms for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the rooms of their tenant" on public.rooms for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
+CREATE TRIGGER rooms_audit_insert AFTER INSERT ON public.rooms REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('room');
+CREATE TRIGGER rooms_audit_update AFTER UPDATE ON public.rooms REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('room');
+CREATE TRIGGER rooms_freeze_instance_id BEFORE UPDATE ON public.rooms FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
+CREATE TRIGGER rooms_guard_move BEFORE UPDATE ON public.rooms FOR EACH ROW WHEN (new.block_id IS DISTINCT FROM old.block_id) EXECUTE FUNCTION private.guard_room_move();
+CREATE TRIGGER rooms_guard_write BEFORE INSERT OR UPDATE ON public.rooms FOR EACH ROW EXECUTE FUNCTION private.guard_room_write();
+CREATE TRIGGER rooms_touch_updated_at BEFORE UPDATE ON public.rooms FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+CREATE TRIGGER rooms_track_capacity_insert AFTER INSERT ON public.rooms FOR EACH ROW EXECUTE FUNCTION private.track_room_capacity();
+CREATE TRIGGER rooms_track_capacity_update AFTER UPDATE OF capacity, deleted_at ON public.rooms FOR EACH ROW WHEN (new.capacity IS DISTINCT FROM old.capacity OR new.deleted_at IS DISTINCT FROM old.deleted_at) EXECUTE FUNCTION private.track_room_capacity();
+grant select (id, instance_id, block_id, room_number, name, capacity, deleted_at) on table public.rooms to authenticated;
+grant select (id, instance_id, block_id, room_number, name, capacity, deleted_at) on table public.rooms to camp_reporting;
+grant select, insert, update on table public.rooms to camp_api;
+
+create table public.subgroups (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  parent_supergroup_id uuid not null,
+  name text not null,
+  description text,
+  type text default 'subgroup'::text not null,
+  purpose text,
+  notifications boolean default true not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint subgroups_pkey PRIMARY KEY (id),
+  constraint subgroups_instance_id_id_key UNIQUE (instance_id, id),
+  constraint subgroups_parent_supergroup_id_id_key UNIQUE (parent_supergroup_id, id),
+  constraint subgroups_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint subgroups_parent_supergroup_id_fkey FOREIGN KEY (instance_id, parent_supergroup_id) REFERENCES public.supergroups(instance_id, id),
+  constraint subgroups_description_check CHECK (char_length(description) <= 2000),
+  constraint subgroups_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200),
+  constraint subgroups_purpose_check CHECK (char_length(purpose) <= 2000),
+  constraint subgroups_type_check CHECK (char_length(type) <= 200)
+);
+alter table public.subgroups enable row level security;
+CREATE INDEX subgroups_by_instance ON public.subgroups USING btree (instance_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX subgroups_by_parent ON public.subgroups USING btree (parent_supergroup_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX subgroups_list ON public.subgroups USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX subgroups_name_key ON public.subgroups USING btree (parent_supergroup_id, lower(btrim(name))) WHERE (deleted_at IS NULL);
+create policy "API callers manage the subgroups of their tenant" on public.subgroups for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the subgroups of their tenant" on public.subgroups for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the subgroups of their tenant" on public.subgroups for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
+CREATE TRIGGER subgroups_audit_insert AFTER INSERT ON public.subgroups REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('subgroup');
+CREATE TRIGGER subgroups_audit_update AFTER UPDATE ON public.subgroups REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('subgroup');
+CREATE TRIGGER subgroups_freeze_instance_id BEFORE UPDATE ON public.subgroups FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
+CREATE TRIGGER subgroups_guard_move BEFORE UPDATE ON public.subgroups FOR EACH ROW WHEN (new.parent_supergroup_id IS DISTINCT FROM old.parent_supergroup_id) EXECUTE FUNCTION private.guard_subgroup_move();
+CREATE TRIGGER subgroups_guard_write BEFORE INSERT OR UPDATE ON public.subgroups FOR EACH ROW EXECUTE FUNCTION private.guard_subgroup_write();
+CREATE TRIGGER subgroups_touch_updated_at BEFORE UPDATE ON public.subgroups FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select (id, instance_id, parent_supergroup_id, name, type, deleted_at) on table public.subgroups to authenticated;
+grant select (id, instance_id, parent_supergroup_id, name, type, deleted_at) on table public.subgroups to camp_reporting;
+grant select, insert, update on table public.subgroups to camp_api;
+
+create table public.supergroups (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  name text not null,
+  description text,
+  type text default 'supergroup'::text not null,
+  purpose text,
+  notifications boolean default true not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint supergroups_pkey PRIMARY KEY (id),
+  constraint supergroups_instance_id_id_key UNIQUE (instance_id, id),
+  constraint supergroups_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint supergroups_description_check CHECK (char_length(description) <= 2000),
+  constraint supergroups_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200),
+  constraint supergroups_purpose_check CHECK (char_length(purpose) <= 2000),
+  constraint supergroups_type_check CHECK (char_length(type) <= 200)
+);
+alter table public.supergroups enable row level security;
+CREATE INDEX supergroups_by_instance ON public.supergroups USING btree (instance_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX supergroups_list ON public.supergroups USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX supergroups_name_key ON public.supergroups USING btree (instance_id, lower(btrim(name))) WHERE (deleted_at IS NULL);
+create policy "API callers manage the supergroups of their tenant" on public.supergroups for all to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the supergroups of their tenant" on public.supergroups for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the supergroups of their tenant" on public.supergroups for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
+CREATE TRIGGER supergroups_audit_insert AFTER INSERT ON public.supergroups REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('supergroup');
+CREATE TRIGGER supergroups_audit_update AFTER UPDATE ON public.supergroups REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('supergroup');
+CREATE TRIGGER supergroups_freeze_instance_id BEFORE UPDATE ON public.supergroups FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
+CREATE TRIGGER supergroups_guard_write BEFORE INSERT OR UPDATE ON public.supergroups FOR EACH ROW EXECUTE FUNCTION private.guard_supergroup_write();
+CREATE TRIGGER supergroups_touch_updated_at BEFORE UPDATE ON public.supergroups FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select (id, instance_id, name, type, deleted_at) on table public.supergroups to authenticated;
+grant select (id, instance_id, name, type, deleted_at) on table public.supergroups to camp_reporting;
+grant select, insert, update on table public.supergroups to camp_api;
+
+create table public.tenants (
+  id uuid default gen_random_uuid() not null,
+  name text not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint tenants_pkey PRIMARY KEY (id),
+  constraint tenants_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200)
+);
+alter table public.tenants enable row level security;
+create policy "API callers see their own tenant" on public.tenants for select to camp_api
+  using ((id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER tenants_touch_updated_at BEFORE UPDATE ON public.tenants FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select on table public.tenants to camp_api;
+
+create table public.users (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  email text not null,
+  role text default 'staff'::text not null,
+  auth_subject text,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  active boolean default true not null,
+  care_access text not null,
+  constraint users_pkey PRIMARY KEY (id),
+  constraint users_auth_subject_key UNIQUE (auth_subject),
+  constraint users_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint users_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
+  constraint users_auth_subject_check CHECK (char_length(auth_subject) >= 1 AND char_length(auth_subject) <= 255),
+  constraint users_care_access_check CHECK (care_access = ANY (ARRAY['none'::text, 'read'::text, 'write'::text])),
+  constraint users_email_check CHECK (email ~ '^[^@[:space:]]+@[^@[:space:]]+$'::text AND char_length(email) <= 320),
+  constraint users_role_check CHECK (role = ANY (ARRAY['admin'::text, 'staff'::text]))
+);
+alter table public.users enable row level security;
+CREATE UNIQUE INDEX users_email_key ON public.users USING btree (tenant_id, lower(email));
+CREATE INDEX users_email_lookup ON public.users USING btree (lower(email));
+create policy "API callers add users to their tenant" on public.users for insert to camp_api
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "API callers change the users of their tenant" on public.users for update to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
+  with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "API callers see the users of their tenant" on public.users for select to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER users_audit_insert AFTER INSERT ON public.users REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('user');
+CREATE TRIGGER users_audit_update AFTER UPDATE ON public.users REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('user');
+CREATE TRIGGER users_fill_care_access BEFORE INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION private.fill_user_care_access();
+CREATE TRIGGER users_guard_care_access BEFORE UPDATE OF care_access ON public.users FOR EACH ROW WHEN (old.care_access IS DISTINCT FROM new.care_access) EXECUTE FUNCTION private.guard_care_access_change();
+CREATE TRIGGER users_guard_change BEFORE UPDATE OF role, active ON public.users FOR EACH ROW EXECUTE FUNCTION private.guard_user_change();
+CREATE TRIGGER users_touch_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant insert (tenant_id, email, role), update (role, active, care_access) on table public.users to camp_api;
+comment on column public.users.active is 'A deactivated user keeps their history but cannot authenticate: their keys are revoked and their Bearer tokens refused.';
+comment on column public.users.care_access is 'How far the user may reach children''s contacts, care records and consents: none, read or write. Default by role on insert (admin: write, staff: none); only an admin or an operator changes it.';
+grant select on table public.users to camp_api;
+
+create table public.webhook_attempts (
+  id bigint generated always as identity not null,
+  tenant_id uuid not null,
+  delivery_id uuid not null,
+  started_at timestamp with time zone not null,
+  duration_ms integer,
+  status_code integer,
+  error text,
+  response text,
+  constraint webhook_attempts_pkey PRIMARY KEY (id),
+  constraint webhook_attempts_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES public.webhook_deliveries(id) ON DELETE CASCADE,
+  constraint webhook_attempts_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
+  constraint webhook_attempts_error_check CHECK (char_length(error) <= 300),
+  constraint webhook_attempts_response_check CHECK (char_length(response) <= 256)
+);
+alter table public.webhook_attempts enable row level security;
+CREATE INDEX webhook_attempts_by_delivery ON public.webhook_attempts USING btree (delivery_id, id DESC);
+create policy "Admins read the webhook attempts of their tenant" on public.webhook_attempts for select to camp_api
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+grant select on table public.webhook_attempts to camp_api;
+comment on table public.webhook_attempts is 'Each attempt to deliver: when, how long, the status or the error. Deleted with its delivery.';
+
+create table public.webhook_deliveries (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid not null,
+  endpoint_id uuid not null,
+  event_id bigint not null,
+  event_type text not null,
+  resource_id uuid not null,
+  occurred_at timestamp with time zone not null,
+  status text default 'pending'::text not null,
+  tries integer default 0 not null,
+  cycle_started_at timestamp with time zone,
+  next_attempt_at timestamp with time zone default now() not null,
+  lease_token uuid,
+  leased_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint webhook_deliveries_pkey PRIMARY KEY (id),
+  constraint webhook_deliveries_once UNIQUE (endpoint_id, event_id),
+  constraint webhook_deliveries_endpoint_fkey FOREIGN KEY (tenant_id, endpoint_id) REFERENCES public.webhook_endpoints(tenant_id, id) ON DELETE CASCADE,
+  constraint webhook_deliveries_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
+  constraint webhook_deliveries_status_check CHECK (status = ANY (ARRAY['pending'::text, 'delivered'::text, 'failed'::text]))
+);
+alter table public.webhook_deliveries enable row level security;
+CREATE INDEX webhook_deliveries_by_endpoint ON public.webhook_deliveries USING btree (tenant_id, endpoint_id, created_at DESC, id DESC);
+CREATE INDEX webhook_deliveries_due ON public.webhook_deliveries USING btree (endpoint_id, next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_retention ON public.webhook_deliveries USING brin (created_at);
+create policy "Admins read the webhook deliveries of their tenant" on public.webhook_deliveries for select to camp_api
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+CREATE TRIGGER webhook_deliveries_touch_updated_at BEFORE UPDATE ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select on table public.webhook_deliveries to camp_api;
+comment on table public.webhook_deliveries is 'One event to one endpoint: pending until a 2xx answer (delivered) or retries run out (failed). Kept 30 days.';
+
+create table public.webhook_endpoints (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  url text not null,
+  description text,
+  types text[],
+  enabled boolean default true not null,
+  disabled_reason text,
+  secret_rotated_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint webhook_endpoints_pkey PRIMARY KEY (id),
+  constraint webhook_endpoints_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint webhook_endpoints_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
+  constraint webhook_endpoints_description_check CHECK (char_length(description) <= 2000),
+  constraint webhook_endpoints_disabled_reason_check CHECK (char_length(disabled_reason) <= 300),
+  constraint webhook_endpoints_types_check CHECK (types IS NULL OR cardinality(types) >= 1 AND cardinality(types) <= 50),
+  constraint webhook_endpoints_url_check CHECK (url ~ '^https?://'::text AND char_length(url) <= 2000)
+);
+alter table public.webhook_endpoints enable row level security;
+CREATE INDEX webhook_endpoints_by_tenant ON public.webhook_endpoints USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+create policy "Admins add webhook endpoints to their tenant" on public.webhook_endpoints for insert to camp_api
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+create policy "Admins change the webhook endpoints of their tenant" on public.webhook_endpoints for update to camp_api
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)))
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+create policy "Admins read the webhook endpoints of their tenant" on public.webhook_endpoints for select to camp_api
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+CREATE TRIGGER webhook_endpoints_audit_insert AFTER INSERT ON public.webhook_endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('webhook_endpoint');
+CREATE TRIGGER webhook_endpoints_audit_update AFTER UPDATE ON public.webhook_endpoints REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('webhook_endpoint');
+CREATE TRIGGER webhook_endpoints_forget_deleted AFTER UPDATE ON public.webhook_endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.forget_deleted_webhook_endpoints();
+CREATE TRIGGER webhook_endpoints_guard_count BEFORE INSERT ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.guard_webhook_endpoint_count();
+CREATE TRIGGER webhook_endpoints_start_dispatch AFTER INSERT OR UPDATE OF enabled ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.start_webhook_dispatch();
+CREATE TRIGGER webhook_endpoints_touch_updated_at BEFORE UPDATE ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant insert (tenant_id, url, description, types, enabled), update (url, description, types, enabled, disabled_reason, secret_rotated_at, deleted_at) on table public.webhook_endpoints to camp_api;
+grant select on table public.webhook_endpoints to camp_api;
+comment on table public.webhook_endpoints is 'Where a tenant''s events are delivered. Managed by the tenant''s admins; the signing secrets are in private.webhook_secrets, never here.';
+
+-- ==================== schema reporting ====================
+
+create view reporting.age_distribution with (security_invoker=true) as
+ SELECT i.id AS instance_id,
+    i.name AS instance_name,
+    i.start_date,
+    date_part('year'::text, age(i.start_date::timestamp without time zone, p.date_of_birth::timestamp without time zone))::integer AS age_at_start,
+    count(*) AS participants
+   FROM public.participants p
+     JOIN public.instances i ON i.id = p.instance_id AND i.deleted_at IS NULL
+  WHERE p.deleted_at IS NULL
+  GROUP BY i.id, (date_part('year'::text, age(i.start_date::timestamp without time zone, p.date_of_birth::timestamp without time zone))::integer);
+grant select on table reporting.age_distribution to authenticated;
+grant select on table reporting.age_distribution to camp_reporting;
+comment on view reporting.age_distribution is 'Live participants per instance by age in completed years on the instance''s start_date; one row with a null age counts those whose age is unknown (no date_of_birth or no start_date).';
+
+create view reporting.audit_events with (security_invoker=true) as
+ SELECT audit_events.id,
+    audit_events.occurred_at,
+    audit_events.actor_user_id,
+    audit_events.actor_email,
+    audit_events.actor_via,
+    audit_events.actor_key_id,
+    audit_events.request_id,
+    audit_events.action,
+    audit_events.resource_type,
+    audit_events.resource_id,
+    private.audit_changes_of(audit_events.action, audit_events.changes) AS changes,
+    audit_events.capacity_override,
+    audit_events.client_request_id
+   FROM public.audit_events;
+grant select on table reporting.audit_events to camp_reporting;
+comment on view reporting.audit_events is 'Who changed what and when in the tenant: one row per created, updated, deleted or erased record; changes as {field: [before, after]}; capacity_override when an admin placed a participant over a room''s capacity; request_id is the server''s id of the request, client_request_id the X-Request-Id the client sent.';
+
+create view reporting.block_occupancy with (security_invoker=true) as
+ WITH placed AS (
+         SELECT p.block_id,
+            p.room_id,
+            count(*) AS participants
+           FROM public.participants p
+          WHERE p.deleted_at IS NULL AND p.block_id IS NOT NULL
+          GROUP BY p.block_id, p.room_id
+        ), room_load AS (
+         SELECT r.block_id,
+            r.capacity,
+            COALESCE(pl.participants, 0::bigint) AS occupants
+           FROM public.rooms r
+             LEFT JOIN placed pl ON pl.room_id = r.id
+          WHERE r.deleted_at IS NULL
+        ), block_load AS (
+         SELECT room_load.block_id,
+            count(*) AS rooms,
+            count(*) FILTER (WHERE room_load.capacity IS NULL) AS rooms_without_capacity,
+            sum(room_load.capacity) AS capacity,
+            sum(room_load.occupants)::bigint AS occupants,
+            sum(
+                CASE
+                    WHEN room_load.capacity IS NOT NULL THEN GREATEST(room_load.capacity - room_load.occupants, 0::bigint)
+                    ELSE NULL::bigint
+                END)::bigint AS free_places
+           FROM room_load
+          GROUP BY room_load.block_id
+        ), roomless AS (
+         SELECT pl.block_id,
+            pl.participants
+           FROM placed pl
+          WHERE pl.room_id IS NULL
+        )
+ SELECT b.instance_id,
+    i.name AS instance_name,
+    b.id AS block_id,
+    b.name AS block_name,
+    COALESCE(l.rooms, 0::bigint) AS rooms,
+    COALESCE(l.rooms_without_capacity, 0::bigint) AS rooms_without_capacity,
+    l.capacity,
+    COALESCE(l.occupants, 0::bigint) AS occupants,
+    COALESCE(nr.participants, 0::bigint) AS without_room,
+    l.free_places,
+    round(100.0 * l.occupants::numeric / NULLIF(l.capacity, 0)::numeric, 1) AS occupancy_percent
+   FROM public.blocks b
+     JOIN public.instances i ON i.id = b.instance_id AND i.deleted_at IS NULL
+     LEFT JOIN block_load l ON l.block_id = b.id
+     LEFT JOIN roomless nr ON nr.block_id = b.id
+  WHERE b.deleted_at IS NULL;
+grant select on table reporting.block_occupancy to authenticated;
+grant select on table reporting.block_occupancy to camp_reporting;
+comment on view reporting.block_occupancy is 'One row per live block: its live rooms, their total capacity, the live participants in them, and those assigned to the block without a room.';
+
+create view reporting.daily_movements with (security_invoker=true) as
+ WITH trips AS (
+         SELECT p.instance_id,
+            p.arrival_date,
+            p.departure_date,
+            count(*) AS participants
+           FROM public.participants p
+          WHERE p.deleted_at IS NULL AND (p.arrival_date IS NOT NULL OR p.departure_date IS NOT NULL)
+          GROUP BY p.instance_id, p.arrival_date, p.departure_date
+        )
+ SELECT t.instance_id,
+    i.name AS instance_name,
+    m.day,
+    COALESCE(sum(t.participants) FILTER (WHERE m.arriving), 0::numeric)::bigint AS arrivals,
+    COALESCE(sum(t.participants) FILTER (WHERE NOT m.arriving), 0::numeric)::bigint AS departures
+   FROM trips t
+     JOIN public.instances i ON i.id = t.instance_id AND i.deleted_at IS NULL
+     CROSS JOIN LATERAL ( VALUES (t.arrival_date,true), (t.departure_date,false)) m(day, arriving)
+  WHERE m.day IS NOT NULL
+  GROUP BY t.instance_id, i.id, m.day;
+grant select on table reporting.daily_movements to authenticated;
+grant select on table reporting.daily_movements to camp_reporting;
+comment on view reporting.daily_movements is 'Per instance and day: live participants with that arrival_date (arrivals) and that departure_date (departures). Only days with at least one movement appear.';
+
+create view reporting.instance_counts with (security_invoker=true) as
+ SELECT i.id AS instance_id,
+    i.name AS instance_name,
+    i.status AS instance_status,
+    i.start_date,
+    i.end_date,
+    COALESCE(c.participants, 0::bigint) AS participants,
+    COALESCE(c.active, 0::bigint) AS active,
+    COALESCE(c.inactive, 0::bigint) AS inactive,
+    COALESCE(c.male, 0::bigint) AS male,
+    COALESCE(c.female, 0::bigint) AS female,
+    COALESCE(c.other_gender, 0::bigint) AS other_gender,
+    COALESCE(c.gender_unknown, 0::bigint) AS gender_unknown,
+    COALESCE(c.without_supergroup, 0::bigint) AS without_supergroup,
+    COALESCE(c.without_subgroup, 0::bigint) AS without_subgroup,
+    COALESCE(c.without_room, 0::bigint) AS without_room
+   FROM public.instances i
+     LEFT JOIN ( SELECT p.instance_id,
+            count(*) AS participants,
+            count(*) FILTER (WHERE p.status = 'active'::text) AS active,
+            count(*) FILTER (WHERE p.status = 'inactive'::text) AS inactive,
+            count(*) FILTER (WHERE p.gender = 'Male'::text) AS male,
+            count(*) FILTER (WHERE p.gender = 'Female'::text) AS female,
+            count(*) FILTER (WHERE p.gender = 'Other'::text) AS other_gender,
+            count(*) FILTER (WHERE p.gender IS NULL) AS gender_unknown,
+            count(*) FILTER (WHERE p.super_group_id IS NULL) AS without_supergroup,
+            count(*) FILTER (WHERE p.sub_group_id IS NULL) AS without_subgroup,
+            count(*) FILTER (WHERE p.room_id IS NULL) AS without_room
+           FROM public.participants p
+          WHERE p.deleted_at IS NULL
+          GROUP BY p.instance_id) c ON c.instance_id = i.id
+  WHERE i.deleted_at IS NULL;
+grant select on table reporting.instance_counts to authenticated;
+grant select on table reporting.instance_counts to camp_reporting;
+comment on view reporting.instance_counts is 'One row per live instance (also those without participants): live participants by status and by gender, and how many have no supergroup, subgroup or room.';
+
+create view reporting.participant_care with (security_invoker=true) as
+ SELECT r.id AS participant_id,
+    p.instance_id,
+    p.full_name AS participant_name,
+    r.allergies,
+    r.severe_allergy,
+    r.dietary_requirements,
+    r.medical_conditions,
+    r.medications,
+    r.care_notes,
+    r.created_at,
+    r.updated_at
+   FROM public.participant_care r
+     JOIN public.participants p ON p.id = r.id AND p.deleted_at IS NULL;
+grant select on table reporting.participant_care to camp_reporting;
+comment on view reporting.participant_care is 'Care data (roles granted --care only): allergies [{name, severity}], dietary requirements, medical conditions, medications [{name, dose, schedule}] and care notes of live participants.';
+
+create view reporting.participant_consents with (security_invoker=true) as
+ SELECT c.id,
+    c.participant_id,
+    p.instance_id,
+    p.full_name AS participant_name,
+    c.kind,
+    c.status,
+    c.note,
+    c.recorded_by,
+    c.recorded_by_email,
+    c.recorded_at,
+    c.seq = max(c.seq) OVER (PARTITION BY c.participant_id, c.kind) AS current
+   FROM public.participant_consents c
+     JOIN public.participants p ON p.id = c.participant_id AND p.deleted_at IS NULL;
+grant select on table reporting.participant_consents to camp_reporting;
+comment on view reporting.participant_consents is 'Care data (roles granted --care only): the history of consent answers of live participants; current is true for the answer in force of each kind.';
+
+create view reporting.participant_contacts with (security_invoker=true) as
+ SELECT c.id,
+    c.participant_id,
+    p.instance_id,
+    p.full_name AS participant_name,
+    c.name,
+    c.relationship,
+    c.phone,
+    c.phone_alt,
+    c.email,
+    c.emergency,
+    c.emergency_order,
+    c.authorised_pickup,
+    c.notes,
+    c.created_at,
+    c.updated_at
+   FROM public.participant_contacts c
+     JOIN public.participants p ON p.id = c.participant_id AND p.deleted_at IS NULL
+  WHERE c.deleted_at IS NULL;
+grant select on table reporting.participant_contacts to camp_reporting;
+comment on view reporting.participant_contacts is 'Care data (roles granted --care only): the contacts of live participants; emergency contacts by emergency_order.';
+
+create view reporting.participants with (security_invoker=true) as
+ SELECT p.id,
+    p.instance_id,
+    i.name AS instance_name,
+    p.user_id,
+    p.first_name,
+    p.surname,
+    p.full_name,
+    p.gender,
+    p.status,
+    p.date_of_birth,
+    date_part('year'::text, age(i.start_date::timestamp without time zone, p.date_of_birth::timestamp without time zone))::integer AS age_at_start,
+    p.school_year,
+    p.rank,
+    p.unit_name,
+    p.school_institute,
+    p.arrival_date,
+    p.departure_date,
+    p.super_group_id,
+    sg.name AS supergroup_name,
+    p.sub_group_id,
+    sub.name AS subgroup_name,
+    p.block_id,
+    b.name AS block_name,
+    p.room_id,
+    COALESCE(r.room_number, p.room_number) AS room_number,
+    r.name AS room_name,
+    p.created_at,
+    p.updated_at
+   FROM public.participants p
+     JOIN public.instances i ON i.id = p.instance_id AND i.deleted_at IS NULL
+     LEFT JOIN public.supergroups sg ON sg.id = p.super_group_id AND sg.deleted_at IS NULL
+     LEFT JOIN public.subgroups sub ON sub.id = p.sub_group_id AND sub.deleted_at IS NULL
+     LEFT JOIN public.blocks b ON b.id = p.block_id AND b.deleted_at IS NULL
+     LEFT JOIN public.rooms r ON r.id = p.room_id AND r.deleted_at IS NULL
+  WHERE p.deleted_at IS NULL;
+grant select on table reporting.participants to authenticated;
+grant select on table reporting.participants to camp_reporting;
+comment on view reporting.participants is 'Live participants of live instances, with their instance, supergroup, subgroup, block and room names.';
+
+create view reporting.room_occupancy with (security_invoker=true) as
+ SELECT r.instance_id,
+    i.name AS instance_name,
+    r.block_id,
+    b.name AS block_name,
+    r.id AS room_id,
+    r.room_number,
+    r.name AS room_name,
+    r.capacity,
+    COALESCE(c.occupants, 0::bigint) AS occupants,
+        CASE
+            WHEN r.capacity IS NOT NULL THEN GREATEST(r.capacity - COALESCE(c.occupants, 0::bigint), 0::bigint)
+            ELSE NULL::bigint
+        END AS free_places,
+    COALESCE(c.occupants, 0::bigint) > r.capacity AS over_capacity
+   FROM public.rooms r
+     JOIN public.blocks b ON b.id = r.block_id AND b.deleted_at IS NULL
+     JOIN public.instances i ON i.id = r.instance_id AND i.deleted_at IS NULL
+     LEFT JOIN ( SELECT p.room_id,
+            count(*) AS occupants
+           FROM public.participants p
+          WHERE p.deleted_at IS NULL AND p.room_id IS NOT NULL
+          GROUP BY p.room_id) c ON c.room_id = r.id
+  WHERE r.deleted_at IS NULL;
+grant select on table reporting.room_occupancy to authenticated;
+grant select on table reporting.room_occupancy to camp_reporting;
+comment on view reporting.room_occupancy is 'One row per live room: live participants assigned to it against its capacity.';
+
+create view reporting.subgroup_counts with (security_invoker=true) as
+ SELECT s.instance_id,
+    i.name AS instance_name,
+    s.parent_supergroup_id AS supergroup_id,
+    sg.name AS supergroup_name,
+    s.id AS subgroup_id,
+    s.name AS subgroup_name,
+    s.type,
+    COALESCE(c.participants, 0::bigint) AS participants,
+    COALESCE(c.active, 0::bigint) AS active,
+    COALESCE(c.inactive, 0::bigint) AS inactive,
+    COALESCE(c.male, 0::bigint) AS male,
+    COALESCE(c.female, 0::bigint) AS female,
+    COALESCE(c.other_gender, 0::bigint) AS other_gender,
+    COALESCE(c.gender_unknown, 0::bigint) AS gender_unknown
+   FROM public.subgroups s
+     JOIN public.supergroups sg ON sg.id = s.parent_supergroup_id AND sg.deleted_at IS NULL
+     JOIN public.instances i ON i.id = s.instance_id AND i.deleted_at IS NULL
+     LEFT JOIN ( SELECT p.sub_group_id,
+            count(*) AS participants,
+            count(*) FILTER (WHERE p.status = 'active'::text) AS active,
+            count(*) FILTER (WHERE p.status = 'inactive'::text) AS inactive,
+            count(*) FILTER (WHERE p.gender = 'Male'::text) AS male,
+            count(*) FILTER (WHERE p.gender = 'Female'::text) AS female,
+            count(*) FILTER (WHERE p.gender = 'Other'::text) AS other_gender,
+            count(*) FILTER (WHERE p.gender IS NULL) AS gender_unknown
+           FROM public.participants p
+          WHERE p.deleted_at IS NULL AND p.sub_group_id IS NOT NULL
+          GROUP BY p.sub_group_id) c ON c.sub_group_id = s.id
+  WHERE s.deleted_at IS NULL;
+grant select on table reporting.subgroup_counts to authenticated;
+grant select on table reporting.subgroup_counts to camp_reporting;
+comment on view reporting.subgroup_counts is 'One row per live subgroup (also empty ones), with its supergroup: its live participants by status and by gender.';
+
+create view reporting.supergroup_counts with (security_invoker=true) as
+ SELECT sg.instance_id,
+    i.name AS instance_name,
+    sg.id AS supergroup_id,
+    sg.name AS supergroup_name,
+    sg.type,
+    COALESCE(s.subgroups, 0::bigint) AS subgroups,
+    COALESCE(c.participants, 0::bigint) AS participants,
+    COALESCE(c.active, 0::bigint) AS active,
+    COALESCE(c.inactive, 0::bigint) AS inactive,
+    COALESCE(c.male, 0::bigint) AS male,
+    COALESCE(c.female, 0::bigint) AS female,
+    COALESCE(c.other_gender, 0::bigint) AS other_gender,
+    COALESCE(c.gender_unknown, 0::bigint) AS gender_unknown
+   FROM public.supergroups sg
+     JOIN public.instances i ON i.id = sg.instance_id AND i.deleted_at IS NULL
+     LEFT JOIN ( SELECT subgroups.parent_supergroup_id,
+            count(*) AS subgroups
+           FROM public.subgroups
+          WHERE subgroups.deleted_at IS NULL
+          GROUP BY subgroups.parent_supergroup_id) s ON s.parent_supergroup_id = sg.id
+     LEFT JOIN ( SELECT p.super_group_id,
+            count(*) AS participants,
+            count(*) FILTER (WHERE p.status = 'active'::text) AS active,
+            count(*) FILTER (WHERE p.status = 'inactive'::text) AS inactive,
+            count(*) FILTER (WHERE p.gender = 'Male'::text) AS male,
+            count(*) FILTER (WHERE p.gender = 'Female'::text) AS female,
+            count(*) FILTER (WHERE p.gender = 'Other'::text) AS other_gender,
+            count(*) FILTER (WHERE p.gender IS NULL) AS gender_unknown
+           FROM public.participants p
+          WHERE p.deleted_at IS NULL AND p.super_group_id IS NOT NULL
+          GROUP BY p.super_group_id) c ON c.super_group_id = sg.id
+  WHERE sg.deleted_at IS NULL;
+grant select on table reporting.supergroup_counts to authenticated;
+grant select on table reporting.supergroup_counts to camp_reporting;
+comment on view reporting.supergroup_counts is 'One row per live supergroup (also empty ones): its live subgroups, and its live participants by status and by gender.';
