@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261127110000 (32 migrations).
+-- Through migration 20261128015000 (34 migrations).
 
 -- Schemas and extensions
 
@@ -105,6 +105,8 @@ create table private.webhook_dispatch (
   failing_since timestamp with time zone,
   last_delivered_at timestamp with time zone,
   last_claimed_at timestamp with time zone,
+  slow_failures integer default 0 not null,
+  paused_until timestamp with time zone,
   constraint webhook_dispatch_pkey PRIMARY KEY (endpoint_id),
   constraint webhook_dispatch_endpoint_id_fkey FOREIGN KEY (endpoint_id) REFERENCES public.webhook_endpoints(id) ON DELETE CASCADE
 );
@@ -417,9 +419,13 @@ AS $function$
 declare
   v_actor jsonb := private.audit_actor();
 begin
-  perform private.care_gate(p_participant, 'write');
+  -- A caller without care write access is refused (by the gate) before it waits for any turn.
+  if private.care_access() <> 'write' then
+    perform private.care_gate(p_participant, 'write');
+  end if;
   -- Answers of one participant are recorded one request after the other, so seq follows commit order.
   perform pg_advisory_xact_lock(hashtextextended('care consents ' || p_participant::text, 0));
+  perform private.care_gate(p_participant, 'write');
   if (select count(*) from public.participant_consents c where c.participant_id = p_participant) >= 999 then
     raise exception 'a participant has at most 1,000 consent answers' using errcode = 'CA409';
   end if;
@@ -596,9 +602,16 @@ begin
     raise exception 'read-only access to care data (needs care_access write, and for an API key its write scope)'
       using errcode = 'CA403';
   end if;
-  select p.instance_id into v_instance
-  from public.participants p
-  where p.id = p_participant and p.tenant_id = private.request_tenant_id() and p.deleted_at is null;
+  if p_need = 'write' then
+    select p.instance_id into v_instance
+    from public.participants p
+    where p.id = p_participant and p.tenant_id = private.request_tenant_id() and p.deleted_at is null
+    for share;
+  else
+    select p.instance_id into v_instance
+    from public.participants p
+    where p.id = p_participant and p.tenant_id = private.request_tenant_id() and p.deleted_at is null;
+  end if;
   if not found then
     raise exception 'participant not found' using errcode = 'CA404';
   end if;
@@ -701,37 +714,50 @@ begin
 end
 $function$;
 
-CREATE OR REPLACE FUNCTION private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer)
+CREATE OR REPLACE FUNCTION private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer, p_per_tenant integer)
  RETURNS TABLE(id uuid, tenant_id uuid, endpoint_id uuid, url text, event_id bigint, event_type text, resource_id uuid, occurred_at timestamp with time zone, tries integer, cycle_started_at timestamp with time zone, lease_token uuid, secrets text[])
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
 begin
+  perform pg_advisory_xact_lock(hashtextextended('webhook claims', 0));
   return query
-  with ready as (
-    select w.id, x.last_claimed_at
+  with busy as (
+    select f.tenant_id, f.endpoint_id, count(*)::int as n
+    from public.webhook_deliveries f
+    where f.status = 'pending' and f.lease_token is not null and f.next_attempt_at > now()
+    group by f.tenant_id, f.endpoint_id
+  ), tenants as (
+    select x.tenant_id, max(x.last_claimed_at) as last_claimed_at,
+           p_per_tenant - coalesce((select sum(b.n) from busy b where b.tenant_id = x.tenant_id), 0)::int as free
+    from private.webhook_dispatch x
+    group by x.tenant_id
+  ), ready as (
+    select w.id, w.tenant_id, x.last_claimed_at, t.last_claimed_at as tenant_last, t.free as tenant_free,
+           (case when x.slow_failures > 0 then 1 else p_per_endpoint end) - coalesce(b.n, 0) as free
     from public.webhook_endpoints w
     join private.webhook_dispatch x on x.endpoint_id = w.id
-    where w.enabled and w.deleted_at is null
-      and (select count(*) from public.webhook_deliveries f
-           where f.endpoint_id = w.id and f.status = 'pending' and f.lease_token is not null
-             and f.next_attempt_at > now()) < p_per_endpoint
+    join tenants t on t.tenant_id = w.tenant_id
+    left join busy b on b.endpoint_id = w.id
+    where w.enabled and w.deleted_at is null and t.free > 0 and (x.paused_until is null or x.paused_until <= now())
   ), candidates as (
-    select c.id, c.next_attempt_at, c.nth, r.last_claimed_at
+    select c.id, c.next_attempt_at, r.tenant_last, r.tenant_free,
+           row_number() over (partition by r.tenant_id
+                              order by c.nth, r.last_claimed_at nulls first, c.next_attempt_at) as turn
     from ready r
     cross join lateral (
       select d.id, d.next_attempt_at, row_number() over (order by d.next_attempt_at) as nth
       from public.webhook_deliveries d
       where d.endpoint_id = r.id and d.status = 'pending' and d.next_attempt_at <= now()
       order by d.next_attempt_at
-      limit p_per_endpoint) c
+      limit greatest(r.free, 0)) c
   ), picked as (
     select d.id, d.lease_token as old_lease, d.leased_at as old_leased_at
     from public.webhook_deliveries d
     join candidates c on c.id = d.id
-    where d.status = 'pending' and d.next_attempt_at <= now()
-    order by c.nth, c.last_claimed_at nulls first, c.next_attempt_at
+    where c.turn <= c.tenant_free and d.status = 'pending' and d.next_attempt_at <= now()
+    order by c.turn, c.tenant_last nulls first, c.next_attempt_at
     limit p_limit
     for update of d skip locked
   ), interrupted as (
@@ -746,7 +772,7 @@ begin
     from picked p where d.id = p.id
     returning d.*
   ), turns as (
-    update private.webhook_dispatch x set last_claimed_at = now()
+    update private.webhook_dispatch x set last_claimed_at = clock_timestamp()
     where x.endpoint_id in (select l.endpoint_id from leased l)
   )
   select l.id, l.tenant_id, l.endpoint_id, w.url, l.event_id, l.event_type, l.resource_id, l.occurred_at, l.tries,
@@ -757,7 +783,7 @@ begin
   from leased l join public.webhook_endpoints w on w.id = l.endpoint_id;
 end
 $function$;
-revoke all on function private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer) from public;
+revoke all on function private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer, p_per_tenant integer) from public;
 
 CREATE OR REPLACE FUNCTION private.consents_json(p_participant uuid)
  RETURNS jsonb
@@ -995,6 +1021,20 @@ $function$;
 revoke all on function private.erase_participant(p_id uuid) from public;
 grant execute on function private.erase_participant(p_id uuid) to camp_api;
 
+CREATE OR REPLACE FUNCTION private.erase_photo_uploads_of_participant()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  delete from public.photo_uploads u
+  where u.tenant_id = new.tenant_id and starts_with(u.key, new.tenant_id::text || '/' || new.id::text || '/');
+  return null;
+end
+$function$;
+revoke all on function private.erase_photo_uploads_of_participant() from public;
+
 CREATE OR REPLACE FUNCTION private.event_type_of(p_resource_type text, p_action text, p_changes jsonb)
  RETURNS text
  LANGUAGE sql
@@ -1037,7 +1077,7 @@ begin
 end
 $function$;
 
-CREATE OR REPLACE FUNCTION private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone)
+CREATE OR REPLACE FUNCTION private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone, p_slow interval)
  RETURNS text
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -1054,6 +1094,15 @@ begin
   end if;
   insert into public.webhook_attempts (tenant_id, delivery_id, started_at, duration_ms, status_code, error, response)
   values (v_delivery.tenant_id, p_delivery, p_started, p_duration_ms, p_status_code, left(p_error, 300), left(p_response, 256));
+  if p_slow is null then
+    update private.webhook_dispatch set slow_failures = 0, paused_until = null
+    where endpoint_id = v_delivery.endpoint_id and slow_failures > 0;
+  else
+    update private.webhook_dispatch
+    set slow_failures = slow_failures + 1,
+        paused_until = greatest(paused_until, now() + p_slow * power(2, least(slow_failures, 6)))
+    where endpoint_id = v_delivery.endpoint_id;
+  end if;
   if p_delivered then
     update public.webhook_deliveries set status = 'delivered', lease_token = null, leased_at = null where id = p_delivery;
     update private.webhook_dispatch set failing_since = null, last_delivered_at = now() where endpoint_id = v_delivery.endpoint_id;
@@ -1082,7 +1131,7 @@ begin
   return 'failed';
 end
 $function$;
-revoke all on function private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone) from public;
+revoke all on function private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone, p_slow interval) from public;
 
 CREATE OR REPLACE FUNCTION private.forget_deleted_webhook_endpoints()
  RETURNS trigger
@@ -1466,6 +1515,38 @@ begin
   return new;
 end
 $function$;
+
+CREATE OR REPLACE FUNCTION private.hold_live_participant()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_participant uuid;
+  v_erased timestamptz;
+begin
+  -- No tenant (no claims): the row cannot be stored anyway (not null, row-level security), which say so.
+  if new.tenant_id is null then
+    return new;
+  end if;
+  if tg_nargs = 0 then
+    v_participant := new.participant_id;
+  else
+    v_participant := (to_jsonb(new) ->> tg_argv[0])::uuid;
+  end if;
+  select p.erased_at into v_erased
+  from public.participants p
+  where p.id = v_participant and p.tenant_id = new.tenant_id
+  for share;
+  if not found or v_erased is not null then
+    raise exception 'participant not found' using errcode = 'CA404', constraint = 'live_participant';
+  end if;
+  return new;
+end
+$function$;
+revoke all on function private.hold_live_participant() from public;
+comment on function private.hold_live_participant() is 'Trigger (BEFORE INSERT OR UPDATE FOR EACH ROW) for every table that hangs data on a participant: locks the participant row (NEW.participant_id, or the column named by the trigger argument) FOR SHARE and refuses (CA404, constraint live_participant) when it is erased or not of the row''s tenant, so no write outruns an erasure. See *_erasure_holds.sql.';
 
 CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
  RETURNS boolean
@@ -2086,7 +2167,8 @@ begin
   if tg_op = 'INSERT' or (new.enabled and not old.enabled) then
     insert into private.webhook_dispatch (endpoint_id, tenant_id, xact_id, event_id)
     values (new.id, new.tenant_id, pg_snapshot_xmin(pg_current_snapshot()), 0)
-    on conflict (endpoint_id) do update set xact_id = excluded.xact_id, event_id = 0, failing_since = null;
+    on conflict (endpoint_id) do update
+      set xact_id = excluded.xact_id, event_id = 0, failing_since = null, slow_failures = 0, paused_until = null;
   end if;
   return null;
 end
@@ -2472,6 +2554,7 @@ create policy "Reporting roles granted care read their tenant's care records" on
   using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
 CREATE TRIGGER participant_care_audit_insert AFTER INSERT ON public.participant_care REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('care_record');
 CREATE TRIGGER participant_care_audit_update AFTER UPDATE ON public.participant_care REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('care_record');
+CREATE TRIGGER participant_care_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant('id');
 CREATE TRIGGER participant_care_touch_updated_at BEFORE UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 grant insert (id, allergies, dietary_requirements, medical_conditions, medications, care_notes), update (allergies, dietary_requirements, medical_conditions, medications, care_notes) on table public.participant_care to camp_care;
 grant select (id, allergies, dietary_requirements, medical_conditions, medications, care_notes, severe_allergy, created_at, updated_at) on table public.participant_care to camp_reporting;
@@ -2506,6 +2589,7 @@ create policy "Reporting roles granted care read their tenant's consents" on pub
   using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
 CREATE TRIGGER participant_consents_audit_insert AFTER INSERT ON public.participant_consents REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('consent');
 CREATE TRIGGER participant_consents_audit_update AFTER UPDATE ON public.participant_consents REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('consent');
+CREATE TRIGGER participant_consents_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_consents FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
 CREATE TRIGGER participant_consents_withdraw_photo AFTER INSERT ON public.participant_consents FOR EACH ROW WHEN (new.kind = 'photo'::text AND new.status = 'refused'::text) EXECUTE FUNCTION private.withdraw_refused_photo();
 grant insert (participant_id, kind, status, note, recorded_by, recorded_by_email) on table public.participant_consents to camp_care;
 grant select (id, participant_id, seq, kind, status, note, recorded_by, recorded_by_email, recorded_at) on table public.participant_consents to camp_reporting;
@@ -2554,6 +2638,7 @@ create policy "Reporting roles granted care read their tenant's contacts" on pub
   using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
 CREATE TRIGGER participant_contacts_audit_insert AFTER INSERT ON public.participant_contacts REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('contact');
 CREATE TRIGGER participant_contacts_audit_update AFTER UPDATE ON public.participant_contacts REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('contact');
+CREATE TRIGGER participant_contacts_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_contacts FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
 CREATE TRIGGER participant_contacts_touch_updated_at BEFORE UPDATE ON public.participant_contacts FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 grant insert (participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes), update (name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, deleted_at) on table public.participant_contacts to camp_care;
 grant select (id, participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, created_at, updated_at, deleted_at) on table public.participant_contacts to camp_reporting;
@@ -2660,6 +2745,7 @@ CREATE TRIGGER participants_count_room_insert AFTER INSERT ON public.participant
 CREATE TRIGGER participants_count_room_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_room_occupancy();
 CREATE TRIGGER participants_count_room_update AFTER UPDATE OF room_id, deleted_at ON public.participants FOR EACH ROW WHEN ((new.room_id IS DISTINCT FROM old.room_id OR (new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) AND (old.room_id IS NOT NULL AND old.deleted_at IS NULL OR new.room_id IS NOT NULL AND new.deleted_at IS NULL)) EXECUTE FUNCTION private.count_room_placement();
 CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_care_of_participant();
+CREATE TRIGGER participants_erase_photo_uploads AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_photo_uploads_of_participant();
 CREATE TRIGGER participants_erase_stored_answers AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.withhold_answers_of_erased();
 CREATE TRIGGER participants_fill_full_name BEFORE INSERT ON public.participants FOR EACH ROW EXECUTE FUNCTION private.fill_participant_full_name();
 CREATE TRIGGER participants_guard_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION private.guard_participant_insert();
@@ -2917,6 +3003,7 @@ create table public.webhook_deliveries (
 alter table public.webhook_deliveries enable row level security;
 CREATE INDEX webhook_deliveries_by_endpoint ON public.webhook_deliveries USING btree (tenant_id, endpoint_id, created_at DESC, id DESC);
 CREATE INDEX webhook_deliveries_due ON public.webhook_deliveries USING btree (endpoint_id, next_attempt_at) WHERE (status = 'pending'::text);
+CREATE INDEX webhook_deliveries_in_flight ON public.webhook_deliveries USING btree (tenant_id, endpoint_id) WHERE ((status = 'pending'::text) AND (lease_token IS NOT NULL));
 CREATE INDEX webhook_deliveries_retention ON public.webhook_deliveries USING brin (created_at);
 create policy "Admins read the webhook deliveries of their tenant" on public.webhook_deliveries for select to camp_api
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
