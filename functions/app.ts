@@ -25,6 +25,7 @@ import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
 import { meRoutes } from "./me/routes.ts";
+import { medicationRoutes } from "./medications/routes.ts";
 import { eraseRoutes } from "./participants/erase.ts";
 import { participantRoutes } from "./participants/routes.ts";
 import { participantAssignRoutes } from "./participants-assign/routes.ts";
@@ -138,6 +139,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/participants", participantAssignRoutes);
   app.route("/api/v1/participants", eraseRoutes(photoStore));
   app.route("/api/v1/participants", careRoutes(photoStore));
+  app.route("/api/v1/participants", medicationRoutes());
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(photoStore));
 

@@ -264,6 +264,7 @@ export type Database = {
           start_date: string | null;
           status: string;
           tenant_id: string;
+          time_zone: string;
           updated_at: string;
         };
         ComputedFields: never;
@@ -278,6 +279,7 @@ export type Database = {
           start_date?: string | null;
           status?: string;
           tenant_id?: string;
+          time_zone?: string;
           updated_at?: string;
         };
         Update: {
@@ -291,6 +293,7 @@ export type Database = {
           start_date?: string | null;
           status?: string;
           tenant_id?: string;
+          time_zone?: string;
           updated_at?: string;
         };
         Relationships: [
@@ -311,7 +314,6 @@ export type Database = {
           dietary_requirements: string | null;
           id: string;
           medical_conditions: string | null;
-          medications: NonNullable<Json>;
           severe_allergy: boolean;
           tenant_id: string;
           updated_at: string;
@@ -324,7 +326,6 @@ export type Database = {
           dietary_requirements?: string | null;
           id: string;
           medical_conditions?: string | null;
-          medications?: NonNullable<Json>;
           severe_allergy?: never;
           tenant_id?: string;
           updated_at?: string;
@@ -336,7 +337,6 @@ export type Database = {
           dietary_requirements?: string | null;
           id?: string;
           medical_conditions?: string | null;
-          medications?: NonNullable<Json>;
           severe_allergy?: never;
           tenant_id?: string;
           updated_at?: string;
@@ -455,6 +455,72 @@ export type Database = {
         Relationships: [
           {
             foreignKeyName: "participant_contacts_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      participant_medications: {
+        Row: {
+          created_at: string;
+          deleted_at: string | null;
+          dose: string | null;
+          end_date: string | null;
+          id: string;
+          instructions: string | null;
+          max_doses_per_24h: number | null;
+          min_interval_hours: number | null;
+          name: string;
+          participant_id: string;
+          prn: boolean;
+          route: string | null;
+          start_date: string | null;
+          tenant_id: string;
+          times: string[] | null;
+          updated_at: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          created_at?: string;
+          deleted_at?: string | null;
+          dose?: string | null;
+          end_date?: string | null;
+          id?: string;
+          instructions?: string | null;
+          max_doses_per_24h?: number | null;
+          min_interval_hours?: number | null;
+          name: string;
+          participant_id: string;
+          prn?: boolean;
+          route?: string | null;
+          start_date?: string | null;
+          tenant_id?: string;
+          times?: string[] | null;
+          updated_at?: string;
+        };
+        Update: {
+          created_at?: string;
+          deleted_at?: string | null;
+          dose?: string | null;
+          end_date?: string | null;
+          id?: string;
+          instructions?: string | null;
+          max_doses_per_24h?: number | null;
+          min_interval_hours?: number | null;
+          name?: string;
+          participant_id?: string;
+          prn?: boolean;
+          route?: string | null;
+          start_date?: string | null;
+          tenant_id?: string;
+          times?: string[] | null;
+          updated_at?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "participant_medications_participant_id_fkey";
             columns: ["tenant_id", "participant_id"];
             isOneToOne: false;
             referencedRelation: "participants";

@@ -236,7 +236,6 @@ describe("care records", () => {
       ...who.writer,
       body: {
         allergies: [{ name: "peanut", severity: "anaphylactic" }],
-        medications: [{ name: "EpiPen", dose: "0.3 mg", schedule: "as needed" }],
         care_notes: "carries an auto-injector",
       },
     });

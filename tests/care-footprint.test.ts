@@ -75,9 +75,12 @@ beforeAll(async () => {
       ...admin,
       body: {
         allergies: [{ name: MARKS.allergy, severity: "anaphylactic" }],
-        medications: [{ name: MARKS.medication, dose: "1 tablet", schedule: "morning" }],
         care_notes: MARKS.notes,
       },
+    }),
+    await call(app, "POST", `${base}/medications`, {
+      ...admin,
+      body: { name: MARKS.medication, dose: "1 tablet", instructions: "morning", times: ["08:00"] },
     }),
     await call(app, "PATCH", `${base}/care`, { ...admin, body: { dietary_requirements: `no ${MARKS.allergy}` } }),
     await call(app, "PUT", `${base}/consents`, {
@@ -91,7 +94,7 @@ beforeAll(async () => {
       headers: { "Idempotency-Key": `care-${RUN}` },
     }),
   ];
-  expect(writes.map((w) => w.status)).toEqual([201, 200, 200, 200, 201]);
+  expect(writes.map((w) => w.status)).toEqual([201, 200, 201, 200, 200, 201]);
 });
 
 afterAll(async () => {
@@ -190,7 +193,7 @@ describe("care data stays out of", () => {
       return client;
     };
     const plain = await connect(false);
-    for (const view of ["participant_contacts", "participant_care", "participant_consents"]) {
+    for (const view of ["participant_contacts", "participant_care", "participant_consents", "participant_medications"]) {
       expect((await plain.query(`select count(*)::int as n from ${view}`)).rows[0].n).toBe(0);
     }
     const events = await plain.query("select resource_type, changes::text from audit_events");

@@ -13,7 +13,7 @@ import { useTestDatabase } from "./support/database.ts";
 
 const t = useTestDatabase();
 
-const CARE_TABLES = ["participant_contacts", "participant_care", "participant_consents"];
+const CARE_TABLES = ["participant_contacts", "participant_care", "participant_consents", "participant_medications"];
 
 interface Tenant {
   tenant: string;
@@ -60,6 +60,10 @@ async function seed(label: string): Promise<Tenant> {
   );
   await t().admin(
     "insert into participant_consents (tenant_id, participant_id, kind, status) values ($1, $2, 'photo', 'granted')",
+    [tenant, participant],
+  );
+  await t().admin(
+    "insert into participant_medications (tenant_id, participant_id, name, times) values ($1, $2, 'Insulin', '{08:00}')",
     [tenant, participant],
   );
   return { tenant, admin, staffNone, staffRead, participant, keys };

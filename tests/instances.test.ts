@@ -12,7 +12,7 @@ beforeAll(async () => {
   api = client(testApp(t().db), tenant.admin.key);
 });
 
-const INSTANCE_FIELDS = ["id", "name", "description", "status", "start_date", "end_date", "location", "created_at", "updated_at"];
+const INSTANCE_FIELDS = ["id", "name", "description", "status", "start_date", "end_date", "location", "time_zone", "created_at", "updated_at"];
 
 describe("POST /api/v1/instances", () => {
   it("creates an instance with status upcoming by default and returns every field with 201", async () => {
@@ -29,6 +29,7 @@ describe("POST /api/v1/instances", () => {
         start_date: null,
         end_date: null,
         location: null,
+        time_zone: "UTC",
         created_at: expect.any(String),
         updated_at: expect.any(String),
       },

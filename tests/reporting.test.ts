@@ -321,7 +321,7 @@ describe("the reporting schema", () => {
        from pg_class c where c.relnamespace = 'reporting'::regnamespace order by 1`,
     );
     // audit_events is checked with the audit trail (tests/audit.test.ts), the care views with care data (tests/care-reporting.test.ts).
-    const careViews = ["participant_care", "participant_consents", "participant_contacts"];
+    const careViews = ["participant_care", "participant_consents", "participant_contacts", "participant_medications"];
     expect(views.rows).toEqual(
       [...VIEW_NAMES, "audit_events", ...careViews]
         .sort()

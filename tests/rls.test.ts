@@ -76,7 +76,7 @@ async function seedTenant(label: string): Promise<Seeded> {
 }
 
 /** Tables of care data: tested in tests/care-sql.test.ts (camp_api holds no privilege on them). */
-const CARE_TABLES = ["participant_care", "participant_consents", "participant_contacts"];
+const CARE_TABLES = ["participant_care", "participant_consents", "participant_contacts", "participant_medications"];
 
 /** For each table: a column to touch in updates, and an insert of a row into tenant `s`. */
 const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, unknown[]] }> = {

@@ -25,14 +25,14 @@ export interface Versioned<T> {
 }
 
 /** The one value a door's statement returns (a door answers or raises; it never returns no row). */
-async function door<T>(sql: Sql, text: string, values: unknown[]): Promise<T> {
+export async function door<T>(sql: Sql, text: string, values: unknown[]): Promise<T> {
   const row = await sql.one<{ value: T }>(text, values);
   if (!row) throw new Error("a care door returned no row");
   return row.value;
 }
 
 /** An If-Match as the doors take it: null (no condition), '*' (any existing record) or row versions. */
-const versions = (precondition: Precondition) =>
+export const versions = (precondition: Precondition) =>
   precondition === undefined ? null : precondition === "*" ? ["*"] : precondition;
 
 export interface ContactListOptions {
@@ -57,7 +57,7 @@ export async function listContacts(sql: Sql, participantId: string, options: Con
     const since = Date.parse(options.updated_since);
     contacts = contacts.filter((contact) => Date.parse(contact.updated_at) >= since);
   }
-  if (options.sort?.length) contacts = [...contacts].sort(byKeys(options.sort));
+  if (options.sort?.length) contacts = [...contacts].sort(byKeys<ContactRecord>(options.sort));
   const meta: ListMeta = { total: contacts.length, limit: options.limit, offset: options.offset };
   return { rows: contacts.slice(options.offset, options.offset + options.limit), meta };
 }
@@ -67,13 +67,13 @@ export async function listContacts(sql: Sql, participantId: string, options: Con
  * key: ascending puts an unset value last, descending first. Timestamps are
  * ISO 8601 in UTC with milliseconds, so they compare as text.
  */
-function byKeys(keys: SortKey[]) {
+export function byKeys<R extends object>(keys: SortKey[]) {
   const last = keys[keys.length - 1] as SortKey;
   const all = keys.some((key) => key.column === "id") ? keys : [...keys, { column: "id", descending: last.descending }];
-  return (a: ContactRecord, b: ContactRecord) => {
+  return (a: R, b: R) => {
     for (const { column, descending } of all) {
-      const x = a[column as keyof ContactRecord] as string | number | null;
-      const y = b[column as keyof ContactRecord] as string | number | null;
+      const x = a[column as keyof R] as string | number | null;
+      const y = b[column as keyof R] as string | number | null;
       if (x === y) continue;
       const order = x === null ? 1 : y === null ? -1 : x < y ? -1 : 1;
       return descending ? -order : order;

@@ -113,19 +113,32 @@ const Allergy = z
   .object({ name: requiredText(), severity: z.enum(SEVERITIES) })
   .strict()
   .openapi("Allergy");
-const Medication = z
-  .object({ name: requiredText(), dose: optionalText(), schedule: optionalText() })
-  .strict()
-  .openapi("Medication");
+/**
+ * Medications are records of their own now (/participants/{id}/medications);
+ * the care record lists them read-only. A list sent back as read (every item
+ * with its id) is accepted and ignored; a new item is refused, saying where
+ * medications went.
+ */
+const MedicationsReadOnly = z
+  .array(z.object({ id: z.string().optional() }).passthrough())
+  .refine((items) => items.every((item) => typeof item.id === "string"), {
+    message: "is read-only here: medications are records now, at /api/v1/participants/{id}/medications",
+  })
+  .optional()
+  .openapi({
+    readOnly: true,
+    description:
+      "Read-only: the participant's medications (/participants/{id}/medications) as {id, name, dose, schedule}; a list sent back as read is ignored, a new item is 400.",
+  });
 
 const careFields = {
   allergies: z.array(Allergy).max(50).optional(),
   dietary_requirements: optionalLongText(),
   medical_conditions: optionalLongText(),
-  medications: z.array(Medication).max(50).optional(),
+  medications: MedicationsReadOnly,
   care_notes: optionalLongText(),
 };
-const CARE_FIELDS = Object.keys(careFields) as Array<keyof typeof careFields>;
+const CARE_FIELDS = (Object.keys(careFields) as Array<keyof typeof careFields>).filter((field) => field !== "medications");
 
 /** PUT: the whole record; a field left out is emptied. */
 export const CareRecordPut = z.object(careFields).openapi("CareRecordPut");
@@ -144,9 +157,19 @@ export const CareRecord = z
     allergies: z.array(z.object({ name: z.string(), severity: z.enum(SEVERITIES) })),
     dietary_requirements: z.string().nullable(),
     medical_conditions: z.string().nullable(),
-    medications: z.array(
-      z.object({ name: z.string(), dose: z.string().nullable().optional(), schedule: z.string().nullable().optional() }),
-    ),
+    medications: z
+      .array(
+        z.object({
+          id: uuid(),
+          name: z.string(),
+          dose: z.string().nullable().optional(),
+          schedule: z.string().nullable().optional(),
+        }),
+      )
+      .openapi({
+        description:
+          "The participant's live medications, from /participants/{id}/medications (where they are written): schedule is the times of day, `as needed`, or the instructions",
+      }),
     care_notes: z.string().nullable(),
     created_at: timestamp().nullable().openapi({ description: "Null until the record is first written" }),
     updated_at: timestamp().nullable(),

@@ -21,6 +21,11 @@ export const TAGS: Array<{ name: string; description: string }> = [
     name: "safeguarding",
     description: "Children's contacts, care records and consents: need-to-know (care access, and a key's care scope)",
   },
+  {
+    name: "health centre",
+    description:
+      "Medications, the medication administration record, the medication pass and incidents: need-to-know (care access, and a key's care scope); the record is append-only",
+  },
   { name: "photos", description: "Participants' photos: upload (metadata removed) and download" },
   { name: "users", description: "The tenant's users and their roles (admins)" },
   { name: "api-keys", description: "API keys: issue, rotate, revoke and list" },

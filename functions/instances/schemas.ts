@@ -1,6 +1,6 @@
 import { z } from "@hono/zod-openapi";
 import { createOf, recordOf, updateOf } from "../resources/derive.ts";
-import { optionalDate, optionalLongText, optionalText, requiredText } from "../resources/fields.ts";
+import { optionalDate, optionalLongText, optionalText, requiredText, timeZone } from "../resources/fields.ts";
 import { listing } from "../resources/listing.ts";
 
 export const InstanceStatus = z.enum(["upcoming", "active", "completed", "archived"]);
@@ -16,6 +16,11 @@ const InstanceFields = z.object({
   start_date: optionalDate(),
   end_date: optionalDate(),
   location: optionalText(),
+  time_zone: timeZone().optional().openapi({
+    description:
+      "IANA time zone of the camp (e.g. Europe/London); medication times are local times there. UTC when created without one.",
+    example: "Europe/London",
+  }),
 });
 
 /** Caught here when both dates are in the body; the database's check covers an update that sends only one. */

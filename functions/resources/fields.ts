@@ -71,6 +71,27 @@ export const dateString = () =>
 export const optionalDate = () => dateString().nullable().optional();
 
 /**
+ * An IANA time zone name (`Europe/London`, `UTC`). The database checks it
+ * against its own zone list too (*_health_medications.sql), so both agree a
+ * zone exists; POSIX strings and abbreviations are refused.
+ */
+export const timeZone = () =>
+  z
+    .string()
+    .regex(/^(UTC|[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+){1,2})$/, {
+      message: "must be an IANA time zone (e.g. Europe/London)",
+      abort: true,
+    })
+    .refine((value) => {
+      try {
+        new Intl.DateTimeFormat("en", { timeZone: value });
+        return true;
+      } catch {
+        return false;
+      }
+    }, "is not a known IANA time zone");
+
+/**
  * A whole number in a query: plain decimal digits only. `1e3`, `0x10`, ` 5`
  * and `5.0`, which a number parser would take, are refused.
  */
