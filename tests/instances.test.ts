@@ -12,7 +12,18 @@ beforeAll(async () => {
   api = client(testApp(t().db), tenant.admin.key);
 });
 
-const INSTANCE_FIELDS = ["id", "name", "description", "status", "start_date", "end_date", "location", "time_zone", "created_at", "updated_at"];
+const INSTANCE_FIELDS = [
+  "id",
+  "name",
+  "description",
+  "status",
+  "start_date",
+  "end_date",
+  "location",
+  "time_zone",
+  "created_at",
+  "updated_at",
+];
 
 describe("POST /api/v1/instances", () => {
   it("creates an instance with status upcoming by default and returns every field with 201", async () => {

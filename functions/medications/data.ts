@@ -1,7 +1,7 @@
 import type { z } from "@hono/zod-openapi";
 import { byKeys, door, type Versioned, versions } from "../care/data.ts";
-import type { Sql } from "../db/database.ts";
 import type { ListMeta } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { Precondition } from "../http/etag.ts";
 import type { SortKey } from "../resources/listing.ts";
 import { type Medication, type MedicationCreate, type MedicationUpdate, normaliseTimes } from "./schemas.ts";
