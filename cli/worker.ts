@@ -14,7 +14,7 @@ export async function runWorker(): Promise<void> {
   await configureLogging(config.LOG_LEVEL);
   const resolved = await resolveDatabase(config);
   const db = new Database(resolved.url, { max: config.WEBHOOK_WORKER_CONCURRENCY + 2, prepare: config.DB_PREPARED_STATEMENTS });
-  const stop = startWebhookWorker(db, config, config.SHUTDOWN_TIMEOUT_MS);
+  const { stop } = startWebhookWorker(db, config, config.SHUTDOWN_TIMEOUT_MS);
   say(`webhook worker running (${config.WEBHOOK_WORKER_CONCURRENCY} at once); SIGTERM or Ctrl-C stops it`);
   let stopping = false;
   const end = async (signal: string) => {

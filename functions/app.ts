@@ -44,6 +44,8 @@ export interface AppDeps {
   verifyToken?: TokenVerifier;
   /** Where photos are kept; defaults to Supabase Storage when its URL and key are configured. */
   photoStore?: PhotoStore;
+  /** Asks this process's webhook worker, if it runs one, to look at the queue now (a ping). */
+  deliverNow?: () => void;
   /** Aborted when the server begins to stop: requests that wait (the event feed's `wait`) answer at once. */
   shutdown?: AbortSignal;
 }
@@ -128,7 +130,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/users", userRoutes);
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/events", eventRoutes(deps.shutdown));
-  app.route("/api/v1/webhook-endpoints", webhookEndpointRoutes);
+  app.route("/api/v1/webhook-endpoints", webhookEndpointRoutes(deps.deliverNow));
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);

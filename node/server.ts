@@ -92,14 +92,25 @@ export async function startServer(env: Record<string, string | undefined> = proc
 
     // Aborted when stopping begins: requests that wait (the event feed's `wait`) answer at once.
     const shutdown = new AbortController();
-    const app = createApp({ db, config, photoStore: photos.store, shutdown: shutdown.signal });
+    let wakeWorker: (() => void) | undefined;
+    const app = createApp({
+      db,
+      config,
+      photoStore: photos.store,
+      shutdown: shutdown.signal,
+      deliverNow: () => wakeWorker?.(),
+    });
     const http = await listen(app.fetch, config.PORT, undefined, {
       headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
       requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
       keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     });
     // Stopped before the pool closes, after the requests have drained.
-    if (config.WEBHOOK_WORKER) undo.push(startWebhookWorker(db, config, config.SHUTDOWN_TIMEOUT_MS));
+    if (config.WEBHOOK_WORKER) {
+      const worker = startWebhookWorker(db, config, config.SHUTDOWN_TIMEOUT_MS);
+      wakeWorker = worker.wake;
+      undo.push(worker.stop);
+    }
     if (database.embedded) await createDemoTenantOnce(db, http.port);
     say(
       `camp service listening on http://localhost:${http.port} ` +

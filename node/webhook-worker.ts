@@ -9,14 +9,18 @@ import { nodeTransport } from "./webhook-transport.ts";
  * runtime-neutral worker with Node's DNS-checked transport. Returns the
  * function that stops it, waiting for the deliveries in flight (at most
  * `stopTimeoutMs`; one still running then is sent again by another worker
- * once its lease runs out).
+ * once its lease runs out), and the one that makes it look at the queue now.
  */
-export function startWebhookWorker(db: Database, config: Config, stopTimeoutMs: number): () => Promise<void> {
+export function startWebhookWorker(
+  db: Database,
+  config: Config,
+  stopTimeoutMs: number,
+): { stop: () => Promise<void>; wake: () => void } {
   const worker = new WebhookWorker(
     db,
     nodeTransport(),
     workerOptions({ concurrency: config.WEBHOOK_WORKER_CONCURRENCY, limits: deliveryLimits(config) }),
   );
   worker.start();
-  return () => worker.stop(stopTimeoutMs);
+  return { stop: () => worker.stop(stopTimeoutMs), wake: () => worker.wake() };
 }

@@ -27,6 +27,9 @@ export const EVENT_TYPES = [
   "photo.removed",
 ] as const;
 
+/** A test event an admin sends to one webhook endpoint (POST /webhook-endpoints/{id}/ping); never in the feed. */
+export const PING_EVENT = "webhook.ping";
+
 export type EventType = (typeof EVENT_TYPES)[number];
 
 const KNOWN = new Set<string>(EVENT_TYPES);
@@ -40,8 +43,9 @@ export interface ThinEvent {
   data: Record<string, string>;
 }
 
-/** The name of the id an event's data carries: a photo is its participant's. */
-function idName(type: EventType): string {
+/** The name of the id an event's data carries: a photo is its participant's, a ping its endpoint's. */
+function idName(type: string): string {
+  if (type === PING_EVENT) return "webhook_endpoint_id";
   const resource = type.slice(0, type.indexOf("."));
   return `${resource === "photo" ? "participant" : resource}_id`;
 }

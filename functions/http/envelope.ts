@@ -5,7 +5,7 @@ import type { ListMeta } from "../db/list.ts";
 import type { ApiError } from "../errors.ts";
 
 /** `{success: true, data}`; 201 for creates, 200 otherwise. */
-export function ok<T, S extends 200 | 201 = 200>(c: Context, data: T, status?: S) {
+export function ok<T, S extends 200 | 201 | 202 = 200>(c: Context, data: T, status?: S) {
   return c.json({ success: true as const, data }, (status ?? 200) as S);
 }
 

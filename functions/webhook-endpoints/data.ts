@@ -145,3 +145,9 @@ export async function redeliver(sql: Sql, endpointId: string, id: string): Promi
   const [row] = await sql.query<{ result: string }>("select private.redeliver_webhook($1, $2) as result", [endpointId, id]);
   return row?.result ?? "not_found";
 }
+
+/** Enqueues a signed webhook.ping to the endpoint, due now; undefined when there is no such endpoint (CA409 when disabled). */
+export async function pingEndpoint(sql: Sql, endpointId: string): Promise<string | undefined> {
+  const [row] = await sql.query<{ id: string | null }>("select private.ping_webhook($1) as id", [endpointId]);
+  return row?.id ?? undefined;
+}

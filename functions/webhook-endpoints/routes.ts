@@ -2,7 +2,7 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
 import { conflict, invalidField, notFound } from "../errors.ts";
-import { EVENT_TYPES } from "../events/types.ts";
+import { EVENT_TYPES, PING_EVENT } from "../events/types.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
@@ -18,6 +18,7 @@ import {
   getEndpoint,
   listDeliveries,
   listEndpoints,
+  pingEndpoint,
   redeliver,
   rotateSecret,
 } from "./data.ts";
@@ -95,7 +96,7 @@ const Delivery = z
   .object({
     id: z.string().openapi({ format: "uuid" }),
     event_id: z.string(),
-    event_type: EventType,
+    event_type: z.enum([...EVENT_TYPES, PING_EVENT]),
     resource_id: z.string().openapi({ format: "uuid" }),
     occurred_at: timestamp(),
     status: z.enum(["pending", "delivered", "failed"]),
@@ -223,6 +224,18 @@ const redeliverRoute = createRoute(
   }),
 );
 
+const pingRoute = createRoute(
+  operation({
+    ...route("post", "/{id}/ping"),
+    errors: [403, 409],
+    summary: "Send a test event to a webhook endpoint (admins)",
+    description:
+      "Sends a signed `webhook.ping` event to the endpoint at once (admins): a delivery like any other, listed with its attempts in the endpoint's deliveries. 409 when the endpoint is disabled",
+    request: { params: IdParam },
+    responses: { 202: json(dataOf(Delivery), "The ping's delivery, due now") },
+  }),
+);
+
 const DEFAULT_GRACE_HOURS = 24;
 
 function endpointId(c: Context<AppEnv>): string {
@@ -241,85 +254,102 @@ async function change(c: Context<AppEnv>) {
   return ok(c, record);
 }
 
-export const webhookEndpointRoutes = newRouter()
-  .openapi(listRoute, async (c) => {
-    adminOnly(c);
-    const page = await c.get("tenant").run((sql) => listEndpoints(sql, c.req.valid("query")), { oneStatement: true });
-    return list(c, page.rows as never[], page.meta);
-  })
-  .openapi(getRoute, async (c) => {
-    adminOnly(c);
-    const id = endpointId(c);
-    const record = await c.get("tenant").run((sql) => getEndpoint(sql, id), { oneStatement: true });
-    if (!record) throw notFound("webhook endpoint");
-    return ok(c, record) as never;
-  })
-  .openapi(createOne, async (c) => {
-    adminOnly(c);
-    const fields = c.req.valid("json");
-    checkUrl(c, fields.url);
-    const secret = newSecret();
-    const record = await c.get("tenant").run((sql) =>
-      addEndpoint(
-        sql,
-        {
-          url: fields.url,
-          description: fields.description ?? null,
-          types: fields.types ?? null,
-          enabled: fields.enabled ?? true,
-        },
-        secret,
-      ),
-    );
-    if (!record) throw notFound("webhook endpoint");
-    locate(c, `/api/v1/webhook-endpoints/${record.id}`);
-    answerHoldsSecret(c);
-    return ok(c, { ...record, secret }, 201) as never;
-  })
-  .openapi(changeRoute("patch"), async (c) => {
-    c.req.valid("json");
-    return (await change(c)) as never;
-  })
-  .openapi(changeRoute("put"), async (c) => {
-    c.req.valid("json");
-    return (await change(c)) as never;
-  })
-  .openapi(deleteOne, async (c) => {
-    adminOnly(c);
-    const id = endpointId(c);
-    if (!(await c.get("tenant").run((sql) => deleteEndpoint(sql, id)))) throw notFound("webhook endpoint");
-    return message(c, "webhook endpoint deleted");
-  })
-  .openapi(rotateOne, async (c) => {
-    adminOnly(c);
-    const id = endpointId(c);
-    const grace = (c.req.valid("json") as z.infer<typeof Rotation> | undefined)?.grace_period_hours ?? DEFAULT_GRACE_HOURS;
-    const secret = newSecret();
-    const record = await c.get("tenant").run((sql) => rotateSecret(sql, id, secret, grace));
-    if (!record) throw notFound("webhook endpoint");
-    answerHoldsSecret(c);
-    return ok(c, { ...record, secret }) as never;
-  })
-  .openapi(deliveriesRoute, async (c) => {
-    adminOnly(c);
-    const id = endpointId(c);
-    const query = c.req.valid("query");
-    const page = await c.get("tenant").run(async (sql) => {
-      if (!(await getEndpoint(sql, id))) throw notFound("webhook endpoint");
-      return listDeliveries(sql, id, query);
+/**
+ * The endpoints' routes. `deliverNow` asks this process's webhook worker, if
+ * it has one, to look at the queue at once (a ping is for a person waiting).
+ */
+export const webhookEndpointRoutes = (deliverNow?: () => void) =>
+  newRouter()
+    .openapi(listRoute, async (c) => {
+      adminOnly(c);
+      const page = await c.get("tenant").run((sql) => listEndpoints(sql, c.req.valid("query")), { oneStatement: true });
+      return list(c, page.rows as never[], page.meta);
+    })
+    .openapi(getRoute, async (c) => {
+      adminOnly(c);
+      const id = endpointId(c);
+      const record = await c.get("tenant").run((sql) => getEndpoint(sql, id), { oneStatement: true });
+      if (!record) throw notFound("webhook endpoint");
+      return ok(c, record) as never;
+    })
+    .openapi(createOne, async (c) => {
+      adminOnly(c);
+      const fields = c.req.valid("json");
+      checkUrl(c, fields.url);
+      const secret = newSecret();
+      const record = await c.get("tenant").run((sql) =>
+        addEndpoint(
+          sql,
+          {
+            url: fields.url,
+            description: fields.description ?? null,
+            types: fields.types ?? null,
+            enabled: fields.enabled ?? true,
+          },
+          secret,
+        ),
+      );
+      if (!record) throw notFound("webhook endpoint");
+      locate(c, `/api/v1/webhook-endpoints/${record.id}`);
+      answerHoldsSecret(c);
+      return ok(c, { ...record, secret }, 201) as never;
+    })
+    .openapi(changeRoute("patch"), async (c) => {
+      c.req.valid("json");
+      return (await change(c)) as never;
+    })
+    .openapi(changeRoute("put"), async (c) => {
+      c.req.valid("json");
+      return (await change(c)) as never;
+    })
+    .openapi(deleteOne, async (c) => {
+      adminOnly(c);
+      const id = endpointId(c);
+      if (!(await c.get("tenant").run((sql) => deleteEndpoint(sql, id)))) throw notFound("webhook endpoint");
+      return message(c, "webhook endpoint deleted");
+    })
+    .openapi(rotateOne, async (c) => {
+      adminOnly(c);
+      const id = endpointId(c);
+      const grace = (c.req.valid("json") as z.infer<typeof Rotation> | undefined)?.grace_period_hours ?? DEFAULT_GRACE_HOURS;
+      const secret = newSecret();
+      const record = await c.get("tenant").run((sql) => rotateSecret(sql, id, secret, grace));
+      if (!record) throw notFound("webhook endpoint");
+      answerHoldsSecret(c);
+      return ok(c, { ...record, secret }) as never;
+    })
+    .openapi(deliveriesRoute, async (c) => {
+      adminOnly(c);
+      const id = endpointId(c);
+      const query = c.req.valid("query");
+      const page = await c.get("tenant").run(async (sql) => {
+        if (!(await getEndpoint(sql, id))) throw notFound("webhook endpoint");
+        return listDeliveries(sql, id, query);
+      });
+      return list(c, page.rows as never[], page.meta);
+    })
+    .openapi(redeliverRoute, async (c) => {
+      adminOnly(c);
+      const { id, deliveryId } = c.req.valid("param");
+      if (!isUuid(id) || !isUuid(deliveryId)) throw notFound("webhook delivery");
+      const delivery = await c.get("tenant").run(async (sql) => {
+        const result = await redeliver(sql, id, deliveryId);
+        if (result === "disabled") throw conflict("the webhook endpoint is disabled: enable it first");
+        if (result === "in_flight") throw conflict("the delivery is being sent right now; ask again when it is done");
+        if (result !== "queued") throw notFound("webhook delivery");
+        return getDelivery(sql, id, deliveryId);
+      });
+      return ok(c, delivery) as never;
+    })
+    .openapi(pingRoute, async (c) => {
+      adminOnly(c);
+      const id = endpointId(c);
+      const delivery = await c.get("tenant").run(async (sql) => {
+        const deliveryId = await pingEndpoint(sql, id);
+        if (!deliveryId) throw notFound("webhook endpoint");
+        return getDelivery(sql, id, deliveryId);
+      });
+      // Committed: a worker can lease it now.
+      deliverNow?.();
+      return ok(c, delivery, 202) as never;
     });
-    return list(c, page.rows as never[], page.meta);
-  })
-  .openapi(redeliverRoute, async (c) => {
-    adminOnly(c);
-    const { id, deliveryId } = c.req.valid("param");
-    if (!isUuid(id) || !isUuid(deliveryId)) throw notFound("webhook delivery");
-    const delivery = await c.get("tenant").run(async (sql) => {
-      const result = await redeliver(sql, id, deliveryId);
-      if (result === "disabled") throw conflict("the webhook endpoint is disabled: enable it first");
-      if (result === "in_flight") throw conflict("the delivery is being sent right now; ask again when it is done");
-      if (result !== "queued") throw notFound("webhook delivery");
-      return getDelivery(sql, id, deliveryId);
-    });
-    return ok(c, delivery) as never;
-  });

@@ -66,6 +66,7 @@ export class WebhookWorker {
   #stopping = false;
   #loop: Promise<void> | undefined;
   #wake: (() => void) | undefined;
+  #woken = false;
   readonly #leaseMs: number;
 
   constructor(
@@ -79,6 +80,13 @@ export class WebhookWorker {
   /** Works the queue until stop(). */
   start(): void {
     this.#loop ??= this.#run();
+  }
+
+  /** Looks at the queue now rather than after the idle pause: something is due that a person waits for. */
+  wake(): void {
+    // Asked while it is not sleeping (it is at the queue now): its next pause is skipped.
+    this.#woken = true;
+    this.#wake?.();
   }
 
   /**
@@ -150,12 +158,17 @@ export class WebhookWorker {
 
   /** Sleeps up to `ms`; stop() and a finished delivery wake it early. */
   #sleep(ms: number): Promise<void> {
+    if (this.#woken) {
+      this.#woken = false;
+      return Promise.resolve();
+    }
     return new Promise((done) => {
-      const timer = setTimeout(finish, ms);
-      function finish() {
+      const finish = () => {
         clearTimeout(timer);
+        this.#woken = false;
         done();
-      }
+      };
+      const timer = setTimeout(finish, ms);
       this.#wake = finish;
     });
   }

@@ -13,6 +13,8 @@ import { WebhookWorker, workerOptions } from "../../../functions/webhooks/worker
 import { denoTransport } from "./webhook-transport.ts";
 
 const FUNCTION_NAME = "api";
+/** How long the drain after a ping may run: one delivery's timeout and its recording. */
+const PING_DRAIN_MS = 15_000;
 
 const env = Deno.env.toObject();
 // Supabase gives every function SUPABASE_DB_URL (a direct connection). A
@@ -36,7 +38,17 @@ await configure({
 });
 
 const db = new Database(config.DATABASE_URL, { max: config.DB_POOL_SIZE, prepare: config.DB_PREPARED_STATEMENTS });
-const app = createApp({ db, config });
+// The webhook queue's worker: drained on a schedule (below), and at once after a ping.
+const worker = new WebhookWorker(db, denoTransport(), workerOptions({ concurrency: 4, limits: deliveryLimits(config) }));
+const edgeRuntime = (globalThis as { EdgeRuntime?: { waitUntil(work: Promise<unknown>): void } }).EdgeRuntime;
+const deliverNow = () => {
+  const work = worker.drain(PING_DRAIN_MS).catch(() => {
+    // Left to the scheduled drain: the ping stays queued.
+  });
+  // On Supabase the isolate is kept alive until the drain ends.
+  edgeRuntime?.waitUntil(work);
+};
+const app = createApp({ db, config, deliverNow });
 
 // The runtime ends an idle isolate with this event; the pool's connections go with it.
 addEventListener("beforeunload", () => {
@@ -46,10 +58,7 @@ addEventListener("beforeunload", () => {
 // The webhook queue, drained on a schedule (pg_cron + pg_net call POST
 // /webhooks/drain; docs/supabase.md) by the same worker code the Node server
 // runs, with Deno's own address-checked connection.
-const drain = drainHandler(
-  new WebhookWorker(db, denoTransport(), workerOptions({ concurrency: 4, limits: deliveryLimits(config) })),
-  config.WEBHOOK_DRAIN_SECRET,
-);
+const drain = drainHandler(worker, config.WEBHOOK_DRAIN_SECRET);
 
 const handler = (request: Request) => {
   const { request: stripped, prefix } = splitFunctionPrefix(request, FUNCTION_NAME);
