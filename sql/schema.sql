@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128015000 (34 migrations).
+-- Through migration 20261128050000 (36 migrations).
 
 -- Schemas and extensions
 
@@ -654,7 +654,11 @@ AS $function$
     'allergies', coalesce(r.allergies, '[]'::jsonb),
     'dietary_requirements', r.dietary_requirements,
     'medical_conditions', r.medical_conditions,
-    'medications', coalesce(r.medications, '[]'::jsonb),
+    'medications', coalesce((
+      select jsonb_agg(jsonb_build_object('id', m.id, 'name', m.name, 'dose', m.dose,
+                                          'schedule', private.medication_schedule_text(m)) order by m.created_at, m.id)
+      from public.participant_medications m
+      where m.participant_id = p_participant and m.deleted_at is null), '[]'::jsonb),
     'care_notes', r.care_notes,
     'created_at', private.iso_time(r.created_at),
     'updated_at', private.iso_time(r.updated_at))
@@ -673,23 +677,21 @@ declare
   v_written jsonb;
 begin
   perform private.care_gate(p_participant, 'write');
-  -- Writes for one participant take turns: the first creates, the next updates.
   perform pg_advisory_xact_lock(hashtextextended('care record ' || p_participant::text, 0));
   select r.xmin::text into v_version from public.participant_care r where r.id = p_participant for update;
   if not private.version_matches(p_versions, v_version) then
     raise exception 'the record has changed since you read it' using errcode = 'CA412';
   end if;
   if v_version is null then
-    insert into public.participant_care as r (id, allergies, dietary_requirements, medical_conditions, medications, care_notes)
+    insert into public.participant_care as r (id, allergies, dietary_requirements, medical_conditions, care_notes)
     values (p_participant, coalesce(p -> 'allergies', '[]'::jsonb), p ->> 'dietary_requirements', p ->> 'medical_conditions',
-            coalesce(p -> 'medications', '[]'::jsonb), p ->> 'care_notes')
+            p ->> 'care_notes')
     returning jsonb_build_object('record', private.care_record_json(p_participant, r), 'version', r.xmin::text) into v_written;
   else
     update public.participant_care as r set
       allergies = case when p_replace or p ? 'allergies' then coalesce(p -> 'allergies', '[]'::jsonb) else r.allergies end,
       dietary_requirements = case when p_replace or p ? 'dietary_requirements' then p ->> 'dietary_requirements' else r.dietary_requirements end,
       medical_conditions = case when p_replace or p ? 'medical_conditions' then p ->> 'medical_conditions' else r.medical_conditions end,
-      medications = case when p_replace or p ? 'medications' then coalesce(p -> 'medications', '[]'::jsonb) else r.medications end,
       care_notes = case when p_replace or p ? 'care_notes' then p ->> 'care_notes' else r.care_notes end
     where r.id = p_participant
     returning jsonb_build_object('record', private.care_record_json(p_participant, r), 'version', r.xmin::text) into v_written;
@@ -983,6 +985,31 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.erase_medications_of_participant()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_ids uuid[];
+begin
+  v_ids := array(select m.id from public.participant_medications m where m.participant_id = new.id);
+  delete from public.participant_medications where participant_id = new.id;
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = new.tenant_id
+    and e.resource_type = 'medication'
+    and e.resource_id = any (v_ids)
+    and e.changes <> '{}'::jsonb;
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return null;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.erase_participant(p_id uuid)
  RETURNS text
  LANGUAGE plpgsql
@@ -1194,6 +1221,22 @@ begin
     where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = new.tenant_id and u.role = 'admin' and u.active
   ) then
     raise exception 'only an admin can change care_access' using errcode = 'CA403', column = 'care_access';
+  end if;
+  return new;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_instance_time_zone()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if new.time_zone <> 'UTC' and (
+    new.time_zone !~ '^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+){1,2}$'
+    or not exists (select from pg_catalog.pg_timezone_names z where z.name = new.time_zone)
+  ) then
+    raise exception 'is not an IANA time zone (e.g. Europe/London)' using errcode = 'CA400', column = 'time_zone';
   end if;
   return new;
 end
@@ -1554,7 +1597,7 @@ CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
  IMMUTABLE
  SET search_path TO ''
 AS $function$
-  select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag')
+  select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag', 'medication', 'medications')
 $function$;
 grant execute on function private.is_care_resource(p_type text) to public;
 grant execute on function private.is_care_resource(p_type text) to camp_api;
@@ -1593,6 +1636,177 @@ end
 $function$;
 grant execute on function private.lock_writable_instance(p_instance_id uuid) to public;
 grant execute on function private.lock_writable_instance(p_instance_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication(p_participant uuid, p_medication uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_found jsonb;
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('medications', p_participant);
+  select jsonb_build_object('record', private.medication_json(m), 'version', m.xmin::text) into v_found
+  from public.participant_medications m
+  where m.id = p_medication and m.participant_id = p_participant and m.deleted_at is null;
+  if v_found is null then
+    raise exception 'medication not found' using errcode = 'CA404';
+  end if;
+  return v_found;
+end
+$function$;
+alter function private.medication(p_participant uuid, p_medication uuid) owner to camp_care;
+revoke all on function private.medication(p_participant uuid, p_medication uuid) from public;
+grant execute on function private.medication(p_participant uuid, p_medication uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication_create(p_participant uuid, p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_created jsonb;
+begin
+  perform private.care_gate(p_participant, 'write');
+  perform pg_advisory_xact_lock(hashtextextended('medications ' || p_participant::text, 0));
+  if (select count(*) from public.participant_medications m where m.participant_id = p_participant) >= 100 then
+    raise exception 'a participant has at most 100 medications, deleted ones included' using errcode = 'CA409';
+  end if;
+  insert into public.participant_medications as m
+    (participant_id, name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h)
+  values (p_participant, p ->> 'name', p ->> 'dose', p ->> 'route', p ->> 'instructions', (p ->> 'start_date')::date,
+          (p ->> 'end_date')::date,
+          case when jsonb_typeof(p -> 'times') = 'array' then array(select jsonb_array_elements_text(p -> 'times')) end,
+          coalesce((p ->> 'prn')::boolean, false), (p ->> 'min_interval_hours')::numeric, (p ->> 'max_doses_per_24h')::int)
+  returning jsonb_build_object('record', private.medication_json(m), 'version', m.xmin::text) into v_created;
+  return v_created;
+end
+$function$;
+alter function private.medication_create(p_participant uuid, p jsonb) owner to camp_care;
+revoke all on function private.medication_create(p_participant uuid, p jsonb) from public;
+grant execute on function private.medication_create(p_participant uuid, p jsonb) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication_delete(p_participant uuid, p_medication uuid, p_versions text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_version text;
+begin
+  perform private.care_gate(p_participant, 'write');
+  select m.xmin::text into v_version
+  from public.participant_medications m
+  where m.id = p_medication and m.participant_id = p_participant and m.deleted_at is null
+  for update;
+  if v_version is null then
+    raise exception 'medication not found' using errcode = 'CA404';
+  end if;
+  if not private.version_matches(p_versions, v_version) then
+    raise exception 'the record has changed since you read it' using errcode = 'CA412';
+  end if;
+  update public.participant_medications set deleted_at = now() where id = p_medication;
+end
+$function$;
+alter function private.medication_delete(p_participant uuid, p_medication uuid, p_versions text[]) owner to camp_care;
+revoke all on function private.medication_delete(p_participant uuid, p_medication uuid, p_versions text[]) from public;
+grant execute on function private.medication_delete(p_participant uuid, p_medication uuid, p_versions text[]) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication_json(m public.participant_medications)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+    'id', m.id, 'participant_id', m.participant_id, 'name', m.name, 'dose', m.dose, 'route', m.route,
+    'instructions', m.instructions, 'start_date', m.start_date, 'end_date', m.end_date,
+    'times', to_jsonb(m.times), 'prn', m.prn, 'min_interval_hours', m.min_interval_hours::float8,
+    'max_doses_per_24h', m.max_doses_per_24h,
+    'created_at', private.iso_time(m.created_at), 'updated_at', private.iso_time(m.updated_at),
+    'deleted_at', private.iso_time(m.deleted_at))
+$function$;
+grant execute on function private.medication_json(m public.participant_medications) to public;
+grant execute on function private.medication_json(m public.participant_medications) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.medication_schedule_text(m public.participant_medications)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case when m.prn then 'as needed' when m.times is not null then array_to_string(m.times, ', ') else m.instructions end
+$function$;
+grant execute on function private.medication_schedule_text(m public.participant_medications) to public;
+grant execute on function private.medication_schedule_text(m public.participant_medications) to camp_care;
+grant execute on function private.medication_schedule_text(m public.participant_medications) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.medication_update(p_participant uuid, p_medication uuid, p jsonb, p_versions text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_version text;
+  v_changed jsonb;
+begin
+  perform private.care_gate(p_participant, 'write');
+  select m.xmin::text into v_version
+  from public.participant_medications m
+  where m.id = p_medication and m.participant_id = p_participant and m.deleted_at is null
+  for update;
+  if v_version is null then
+    raise exception 'medication not found' using errcode = 'CA404';
+  end if;
+  if not private.version_matches(p_versions, v_version) then
+    raise exception 'the record has changed since you read it' using errcode = 'CA412';
+  end if;
+  update public.participant_medications as m set
+    name = case when p ? 'name' then p ->> 'name' else m.name end,
+    dose = case when p ? 'dose' then p ->> 'dose' else m.dose end,
+    route = case when p ? 'route' then p ->> 'route' else m.route end,
+    instructions = case when p ? 'instructions' then p ->> 'instructions' else m.instructions end,
+    start_date = case when p ? 'start_date' then (p ->> 'start_date')::date else m.start_date end,
+    end_date = case when p ? 'end_date' then (p ->> 'end_date')::date else m.end_date end,
+    times = case when p ? 'times' then
+              case when jsonb_typeof(p -> 'times') = 'array' then array(select jsonb_array_elements_text(p -> 'times')) end
+            else m.times end,
+    prn = case when p ? 'prn' then coalesce((p ->> 'prn')::boolean, false) else m.prn end,
+    min_interval_hours = case when p ? 'min_interval_hours' then (p ->> 'min_interval_hours')::numeric else m.min_interval_hours end,
+    max_doses_per_24h = case when p ? 'max_doses_per_24h' then (p ->> 'max_doses_per_24h')::int else m.max_doses_per_24h end
+  where m.id = p_medication
+  returning jsonb_build_object('record', private.medication_json(m), 'version', m.xmin::text) into v_changed;
+  return v_changed;
+end
+$function$;
+alter function private.medication_update(p_participant uuid, p_medication uuid, p jsonb, p_versions text[]) owner to camp_care;
+revoke all on function private.medication_update(p_participant uuid, p_medication uuid, p jsonb, p_versions text[]) from public;
+grant execute on function private.medication_update(p_participant uuid, p_medication uuid, p jsonb, p_versions text[]) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medications(p_participant uuid, p_include_deleted boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('medications', p_participant);
+  return (
+    select coalesce(jsonb_agg(private.medication_json(m) order by m.created_at, m.id), '[]'::jsonb)
+    from public.participant_medications m
+    where m.participant_id = p_participant and (p_include_deleted or m.deleted_at is null)
+  );
+end
+$function$;
+alter function private.medications(p_participant uuid, p_include_deleted boolean) owner to camp_care;
+revoke all on function private.medications(p_participant uuid, p_include_deleted boolean) from public;
+grant execute on function private.medications(p_participant uuid, p_include_deleted boolean) to camp_api;
 
 CREATE OR REPLACE FUNCTION private.note_capacity_override()
  RETURNS trigger
@@ -1658,6 +1872,38 @@ AS $function$
 $function$;
 revoke all on function private.photo_consent_refused(p_participant uuid) from public;
 grant execute on function private.photo_consent_refused(p_participant uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.ping_webhook(p_endpoint uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_endpoint public.webhook_endpoints;
+  v_delivery uuid;
+begin
+  if private.request_app_role() is distinct from 'admin' then
+    return null;
+  end if;
+  select * into v_endpoint from public.webhook_endpoints w
+  where w.id = p_endpoint and w.tenant_id = private.request_tenant_id() and w.deleted_at is null;
+  if not found then
+    return null;
+  end if;
+  if not v_endpoint.enabled then
+    raise exception 'the webhook endpoint is disabled: enable it first' using errcode = 'CA409';
+  end if;
+  insert into public.webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, resource_id, occurred_at)
+  values (v_endpoint.tenant_id, v_endpoint.id, nextval(pg_get_serial_sequence('public.audit_events', 'id')),
+          'webhook.ping', v_endpoint.id, now())
+  returning id into v_delivery;
+  return v_delivery;
+end
+$function$;
+revoke all on function private.ping_webhook(p_endpoint uuid) from public;
+grant execute on function private.ping_webhook(p_endpoint uuid) to camp_api;
+comment on function private.ping_webhook(p_endpoint uuid) is 'An admin''s test delivery: a signed webhook.ping to one enabled endpoint of the caller''s tenant, due now.';
 
 CREATE OR REPLACE FUNCTION private.prune_audit_events(p_before timestamp with time zone)
  RETURNS bigint
@@ -2496,6 +2742,7 @@ create table public.instances (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  time_zone text default 'UTC'::text not null,
   constraint instances_pkey PRIMARY KEY (id),
   constraint instances_tenant_id_id_key UNIQUE (tenant_id, id),
   constraint instances_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id),
@@ -2516,10 +2763,12 @@ create policy "Supabase users read the instances of their tenant" on public.inst
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER instances_audit_insert AFTER INSERT ON public.instances REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('instance');
 CREATE TRIGGER instances_audit_update AFTER UPDATE ON public.instances REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('instance');
+CREATE TRIGGER instances_guard_time_zone BEFORE INSERT OR UPDATE OF time_zone ON public.instances FOR EACH ROW EXECUTE FUNCTION private.guard_instance_time_zone();
 CREATE TRIGGER instances_guard_write BEFORE UPDATE ON public.instances FOR EACH ROW EXECUTE FUNCTION private.guard_instance_write();
 CREATE TRIGGER instances_touch_updated_at BEFORE UPDATE ON public.instances FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 grant select (id, name, status, start_date, end_date, deleted_at) on table public.instances to authenticated;
 grant select (id, name, status, start_date, end_date, deleted_at) on table public.instances to camp_reporting;
+comment on column public.instances.time_zone is 'IANA time zone of the camp (default UTC): medication times are local times there.';
 grant select, insert, update on table public.instances to camp_api;
 
 create table public.participant_care (
@@ -2528,7 +2777,6 @@ create table public.participant_care (
   allergies jsonb default '[]'::jsonb not null,
   dietary_requirements text,
   medical_conditions text,
-  medications jsonb default '[]'::jsonb not null,
   care_notes text,
   severe_allergy boolean generated always as (jsonb_path_exists(allergies, '$[*]?(@."severity" == "severe" || @."severity" == "anaphylactic")'::jsonpath)) stored not null,
   created_at timestamp with time zone default now() not null,
@@ -2538,8 +2786,7 @@ create table public.participant_care (
   constraint participant_care_allergies_check CHECK (jsonb_typeof(allergies) = 'array'::text AND jsonb_array_length(allergies) <= 50),
   constraint participant_care_care_notes_check CHECK (char_length(care_notes) <= 2000),
   constraint participant_care_dietary_requirements_check CHECK (char_length(dietary_requirements) <= 2000),
-  constraint participant_care_medical_conditions_check CHECK (char_length(medical_conditions) <= 2000),
-  constraint participant_care_medications_check CHECK (jsonb_typeof(medications) = 'array'::text AND jsonb_array_length(medications) <= 50)
+  constraint participant_care_medical_conditions_check CHECK (char_length(medical_conditions) <= 2000)
 );
 alter table public.participant_care enable row level security;
 CREATE INDEX participant_care_severe ON public.participant_care USING btree (tenant_id) INCLUDE (id) WHERE severe_allergy;
@@ -2556,8 +2803,8 @@ CREATE TRIGGER participant_care_audit_insert AFTER INSERT ON public.participant_
 CREATE TRIGGER participant_care_audit_update AFTER UPDATE ON public.participant_care REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('care_record');
 CREATE TRIGGER participant_care_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant('id');
 CREATE TRIGGER participant_care_touch_updated_at BEFORE UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
-grant insert (id, allergies, dietary_requirements, medical_conditions, medications, care_notes), update (allergies, dietary_requirements, medical_conditions, medications, care_notes) on table public.participant_care to camp_care;
-grant select (id, allergies, dietary_requirements, medical_conditions, medications, care_notes, severe_allergy, created_at, updated_at) on table public.participant_care to camp_reporting;
+grant insert (id, allergies, dietary_requirements, medical_conditions, care_notes), update (allergies, dietary_requirements, medical_conditions, care_notes) on table public.participant_care to camp_care;
+grant select (id, allergies, dietary_requirements, medical_conditions, care_notes, severe_allergy, created_at, updated_at) on table public.participant_care to camp_reporting;
 grant select on table public.participant_care to camp_care;
 comment on table public.participant_care is 'Allergies, dietary needs, medical conditions, medications and care notes of a participant (id = the participant''s id). Care data: reached only through private.care_record*.';
 
@@ -2644,6 +2891,57 @@ grant insert (participant_id, name, relationship, phone, phone_alt, email, emerg
 grant select (id, participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, created_at, updated_at, deleted_at) on table public.participant_contacts to camp_reporting;
 grant select on table public.participant_contacts to camp_care;
 comment on table public.participant_contacts is 'Emergency contacts and people authorised to collect a participant. Care data: reached only through the private.care_contact* functions.';
+
+create table public.participant_medications (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  participant_id uuid not null,
+  name text not null,
+  dose text,
+  route text,
+  instructions text,
+  start_date date,
+  end_date date,
+  times text[],
+  prn boolean default false not null,
+  min_interval_hours numeric(5,2),
+  max_doses_per_24h integer,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  deleted_at timestamp with time zone,
+  constraint participant_medications_pkey PRIMARY KEY (id),
+  constraint participant_medications_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint participant_medications_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint participant_medications_dates_check CHECK (end_date >= start_date),
+  constraint participant_medications_dose_check CHECK (char_length(dose) <= 200),
+  constraint participant_medications_instructions_check CHECK (char_length(instructions) <= 2000),
+  constraint participant_medications_max_doses_per_24h_check CHECK (max_doses_per_24h >= 1 AND max_doses_per_24h <= 48),
+  constraint participant_medications_min_interval_hours_check CHECK (min_interval_hours > 0::numeric AND min_interval_hours <= 168::numeric),
+  constraint participant_medications_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200),
+  constraint participant_medications_prn_limits_check CHECK (prn OR min_interval_hours IS NULL AND max_doses_per_24h IS NULL),
+  constraint participant_medications_route_check CHECK (char_length(route) <= 200),
+  constraint participant_medications_schedule_check CHECK (NOT (prn AND times IS NOT NULL)),
+  constraint participant_medications_times_check CHECK (cardinality(times) >= 1 AND cardinality(times) <= 24 AND array_to_string(times, ','::text) ~ '^([01][0-9]|2[0-3]):[0-5][0-9](,([01][0-9]|2[0-3]):[0-5][0-9])*$'::text)
+);
+alter table public.participant_medications enable row level security;
+CREATE INDEX participant_medications_by_participant ON public.participant_medications USING btree (participant_id, created_at, id);
+CREATE INDEX participant_medications_scheduled ON public.participant_medications USING btree (tenant_id) INCLUDE (participant_id) WHERE ((deleted_at IS NULL) AND (times IS NOT NULL));
+create policy "Care functions add medications with care write access" on public.participant_medications for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions change medications with care write access" on public.participant_medications for update to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)))
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions read medications with care access" on public.participant_medications for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))));
+create policy "Reporting roles granted care read their tenant's medications" on public.participant_medications for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
+CREATE TRIGGER participant_medications_audit_insert AFTER INSERT ON public.participant_medications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('medication');
+CREATE TRIGGER participant_medications_audit_update AFTER UPDATE ON public.participant_medications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('medication');
+CREATE TRIGGER participant_medications_touch_updated_at BEFORE UPDATE ON public.participant_medications FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant insert (participant_id, name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h), update (name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h, deleted_at) on table public.participant_medications to camp_care;
+grant select (id, participant_id, name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h, created_at, updated_at, deleted_at) on table public.participant_medications to camp_reporting;
+grant select on table public.participant_medications to camp_care;
+comment on table public.participant_medications is 'Medications of a participant: name, dose, route, instructions, dates and schedule (times of day in the instance''s time zone, or as needed). Care data: reached only through private.medication*.';
 
 create table public.participants (
   id uuid default gen_random_uuid() not null,
@@ -2745,6 +3043,7 @@ CREATE TRIGGER participants_count_room_insert AFTER INSERT ON public.participant
 CREATE TRIGGER participants_count_room_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_room_occupancy();
 CREATE TRIGGER participants_count_room_update AFTER UPDATE OF room_id, deleted_at ON public.participants FOR EACH ROW WHEN ((new.room_id IS DISTINCT FROM old.room_id OR (new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) AND (old.room_id IS NOT NULL AND old.deleted_at IS NULL OR new.room_id IS NOT NULL AND new.deleted_at IS NULL)) EXECUTE FUNCTION private.count_room_placement();
 CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_care_of_participant();
+CREATE TRIGGER participants_erase_medications AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_medications_of_participant();
 CREATE TRIGGER participants_erase_photo_uploads AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_photo_uploads_of_participant();
 CREATE TRIGGER participants_erase_stored_answers AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.withhold_answers_of_erased();
 CREATE TRIGGER participants_fill_full_name BEFORE INSERT ON public.participants FOR EACH ROW EXECUTE FUNCTION private.fill_participant_full_name();
@@ -3206,14 +3505,16 @@ create view reporting.participant_care with (security_invoker=true) as
     r.severe_allergy,
     r.dietary_requirements,
     r.medical_conditions,
-    r.medications,
+    COALESCE(( SELECT jsonb_agg(jsonb_build_object('name', m.name, 'dose', m.dose, 'schedule', private.medication_schedule_text(m.*)) ORDER BY m.created_at, m.id) AS jsonb_agg
+           FROM public.participant_medications m
+          WHERE m.participant_id = r.id AND m.deleted_at IS NULL), '[]'::jsonb) AS medications,
     r.care_notes,
     r.created_at,
     r.updated_at
    FROM public.participant_care r
      JOIN public.participants p ON p.id = r.id AND p.deleted_at IS NULL;
 grant select on table reporting.participant_care to camp_reporting;
-comment on view reporting.participant_care is 'Care data (roles granted --care only): allergies [{name, severity}], dietary requirements, medical conditions, medications [{name, dose, schedule}] and care notes of live participants.';
+comment on view reporting.participant_care is 'Care data (roles granted --care only): allergies [{name, severity}], dietary requirements, medical conditions, medications [{name, dose, schedule}] (from reporting.participant_medications) and care notes of live participants.';
 
 create view reporting.participant_consents with (security_invoker=true) as
  SELECT c.id,
@@ -3253,6 +3554,29 @@ create view reporting.participant_contacts with (security_invoker=true) as
   WHERE c.deleted_at IS NULL;
 grant select on table reporting.participant_contacts to camp_reporting;
 comment on view reporting.participant_contacts is 'Care data (roles granted --care only): the contacts of live participants; emergency contacts by emergency_order.';
+
+create view reporting.participant_medications with (security_invoker=true) as
+ SELECT m.id,
+    m.participant_id,
+    p.instance_id,
+    p.full_name AS participant_name,
+    m.name,
+    m.dose,
+    m.route,
+    m.instructions,
+    m.start_date,
+    m.end_date,
+    m.times,
+    m.prn,
+    m.min_interval_hours,
+    m.max_doses_per_24h,
+    m.created_at,
+    m.updated_at
+   FROM public.participant_medications m
+     JOIN public.participants p ON p.id = m.participant_id AND p.deleted_at IS NULL
+  WHERE m.deleted_at IS NULL;
+grant select on table reporting.participant_medications to camp_reporting;
+comment on view reporting.participant_medications is 'Care data (roles granted --care only): the live medications of live participants; times are local to the instance''s time zone.';
 
 create view reporting.participants with (security_invoker=true) as
  SELECT p.id,
