@@ -1,6 +1,7 @@
 import { createMiddleware } from "hono/factory";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import type { AppEnv } from "./app-env.ts";
+import { attendanceRoutes } from "./attendance/routes.ts";
 import { auditRoutes } from "./audit/routes.ts";
 import { bearerVerifier, type TokenVerifier } from "./auth/bearer-token.ts";
 import { authenticate } from "./auth/middleware.ts";
@@ -131,6 +132,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/events", eventRoutes(deps.shutdown));
   app.route("/api/v1/webhook-endpoints", webhookEndpointRoutes(deps.deliverNow));
+  app.route("/api/v1/attendance", attendanceRoutes);
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);

@@ -56,6 +56,133 @@ export type Database = {
           },
         ];
       };
+      attendance_codes: {
+        Row: {
+          code: string;
+          movement_id: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          code: string;
+          movement_id: string;
+          tenant_id?: string;
+        };
+        Update: {
+          code?: string;
+          movement_id?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "attendance_codes_movement_id_fkey";
+            columns: ["movement_id"];
+            isOneToOne: true;
+            referencedRelation: "attendance_movements";
+            referencedColumns: ["id"];
+          },
+        ];
+      };
+      attendance_movements: {
+        Row: {
+          conflict: boolean;
+          conflict_reason: string | null;
+          direction: string;
+          id: string;
+          instance_id: string;
+          location: string | null;
+          nonce: string;
+          override_reason: string | null;
+          participant_id: string;
+          pickup_contact_id: string | null;
+          received_at: string;
+          recorded_at: string;
+          recorded_by: string | null;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          conflict?: never;
+          conflict_reason?: string | null;
+          direction: string;
+          id?: string;
+          instance_id: string;
+          location?: string | null;
+          nonce: string;
+          override_reason?: string | null;
+          participant_id: string;
+          pickup_contact_id?: string | null;
+          received_at?: string;
+          recorded_at: string;
+          recorded_by?: string | null;
+          tenant_id?: string;
+        };
+        Update: {
+          conflict?: never;
+          conflict_reason?: string | null;
+          direction?: string;
+          id?: string;
+          instance_id?: string;
+          location?: string | null;
+          nonce?: string;
+          override_reason?: string | null;
+          participant_id?: string;
+          pickup_contact_id?: string | null;
+          received_at?: string;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "attendance_movements_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      attendance_present_codes: {
+        Row: {
+          code: string;
+          instance_id: string;
+          movement_id: string;
+          participant_id: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          code: string;
+          instance_id: string;
+          movement_id: string;
+          participant_id: string;
+          tenant_id: string;
+        };
+        Update: {
+          code?: string;
+          instance_id?: string;
+          movement_id?: string;
+          participant_id?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "attendance_present_codes_movement_id_fkey";
+            columns: ["movement_id"];
+            isOneToOne: false;
+            referencedRelation: "attendance_movements";
+            referencedColumns: ["id"];
+          },
+          {
+            foreignKeyName: "attendance_present_codes_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
       audit_events: {
         Row: {
           action: string;
@@ -547,6 +674,8 @@ export type Database = {
           photo_link: string | null;
           photo_sha256: string | null;
           photo_size: number | null;
+          presence: string | null;
+          presence_since: string | null;
           pronouns: string | null;
           rank: string | null;
           room_id: string | null;
@@ -582,6 +711,8 @@ export type Database = {
           photo_link?: string | null;
           photo_sha256?: string | null;
           photo_size?: number | null;
+          presence?: string | null;
+          presence_since?: string | null;
           pronouns?: string | null;
           rank?: string | null;
           room_id?: string | null;
@@ -616,6 +747,8 @@ export type Database = {
           photo_link?: string | null;
           photo_sha256?: string | null;
           photo_size?: number | null;
+          presence?: string | null;
+          presence_since?: string | null;
           pronouns?: string | null;
           rank?: string | null;
           room_id?: string | null;

@@ -17,7 +17,7 @@ import { testWorker } from "./support/webhooks.ts";
 /**
  * The right to erasure, proved on the whole database: people are written
  * through every write path (single, bulk and CSV create, PATCH, photo upload,
- * contacts, care record, consents), each with and without Idempotency-Key,
+ * contacts, care record, consents, check-in and check-out), each with and without Idempotency-Key,
  * with events dispatched to a webhook endpoint; after their erasure a full
  * data dump (pg_dump --data-only), the photo store and the log hold none of
  * their names, dates of birth, schools, notes or photo bytes
@@ -188,6 +188,21 @@ describe("erasure", () => {
           keyed(k("consent"), { ...admin(), body: { photo: "granted" } }),
         );
         expect(consents.status, JSON.stringify(consents.body)).toBe(200);
+
+        // On site: a check-in where, and a check-out an admin overrode, why.
+        const gate = mark(`Gate${suffix}`);
+        const why = mark(`Why${suffix}`);
+        marks.push(gate, why);
+        const checkIn = await call(app, "POST", "/api/v1/attendance", {
+          ...admin(),
+          body: { participant_id: id, direction: "in", location: gate },
+        });
+        expect(checkIn.status, JSON.stringify(checkIn.body)).toBe(201);
+        const checkOut = await call(app, "POST", "/api/v1/attendance", {
+          ...admin(),
+          body: { participant_id: id, direction: "out", override_reason: why },
+        });
+        expect(checkOut.status, JSON.stringify(checkOut.body)).toBe(201);
       }
     }
     // The events reach the webhook queue (its deliveries are in the dump too).

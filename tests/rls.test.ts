@@ -49,10 +49,20 @@ async function seedTenant(label: string): Promise<Seeded> {
     "insert into rooms (tenant_id, instance_id, block_id, room_number) values ($1, $2, $3, '101') returning id",
     [tenant, instance, block],
   );
-  await t().admin(
+  const participant = await q(
     `insert into participants (tenant_id, instance_id, user_id, first_name, surname, super_group_id, sub_group_id, block_id, room_id)
-     values ($1, $2, 'u1', 'Ada', 'Lovelace', $3, $4, $5, $6)`,
+     values ($1, $2, 'u1', 'Ada', 'Lovelace', $3, $4, $5, $6) returning id`,
     [tenant, instance, supergroup, subgroup, block, room],
+  );
+  const movement = await q(
+    `insert into attendance_movements (tenant_id, instance_id, participant_id, direction, recorded_at, nonce)
+     values ($1, $2, $3, 'in', now(), gen_random_uuid()) returning id`,
+    [tenant, instance, participant],
+  );
+  await t().admin("insert into attendance_codes (tenant_id, movement_id, code) values ($1, $2, 'ABCD')", [tenant, movement]);
+  await t().admin(
+    "insert into attendance_present_codes (tenant_id, instance_id, participant_id, movement_id, code) values ($1, $2, $3, $4, 'ABCD')",
+    [tenant, instance, participant, movement],
   );
   await t().admin("insert into photo_uploads (tenant_id, key) values ($1, $2)", [tenant, `${tenant}/upload-in-progress`]);
   await t().admin(
@@ -77,6 +87,13 @@ async function seedTenant(label: string): Promise<Seeded> {
 
 /** Tables of care data: tested in tests/care-sql.test.ts (camp_api holds no privilege on them). */
 const CARE_TABLES = ["participant_care", "participant_consents", "participant_contacts", "participant_medications"];
+
+/**
+ * Tables only the attendance doors reach (security codes): RLS on, and no
+ * privilege at all for camp_api, which reaches them through
+ * private.attendance_record only (tests/attendance*.test.ts).
+ */
+const DOOR_TABLES = ["attendance_codes", "attendance_present_codes"];
 
 /** For each table: a column to touch in updates, and an insert of a row into tenant `s`. */
 const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, unknown[]] }> = {
@@ -159,6 +176,13 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
     column: "started_at",
     insert: (s) => ["insert into photo_uploads (tenant_id, key) values ($1, $2)", [s.tenant, `${s.tenant}/intruder`]],
   },
+  attendance_movements: {
+    column: "location",
+    insert: (s) => [
+      "insert into attendance_movements (tenant_id, instance_id, participant_id, direction, recorded_at, nonce) select $1, instance_id, id, 'in', now(), gen_random_uuid() from participants limit 1",
+      [s.tenant],
+    ],
+  },
   participants: {
     column: "first_name",
     insert: (s) => [
@@ -223,14 +247,23 @@ describe("row-level security as the API role", () => {
     );
     const care = careRole.rows.map((r) => r.relname);
     expect(care).toEqual(CARE_TABLES);
-    for (const row of tables.rows.filter((r) => !care.includes(r.relname))) {
+    for (const table of DOOR_TABLES) {
+      const door = await t().admin(
+        `select c.relrowsecurity as rls,
+                has_table_privilege('camp_api', c.oid, 'select, insert, update, delete') as api_privilege
+         from pg_class c where c.oid = ('public.' || $1)::regclass`,
+        [table],
+      );
+      expect({ table, ...door.rows[0] }).toEqual({ table, rls: true, api_privilege: false });
+    }
+    for (const row of tables.rows.filter((r) => !care.includes(r.relname) && !DOOR_TABLES.includes(r.relname))) {
       expect({ table: row.relname, rls: row.relrowsecurity, policy: row.has_api_policy }).toEqual({
         table: row.relname,
         rls: true,
         policy: true,
       });
     }
-    expect(tables.rows.map((r) => r.relname).sort()).toEqual([...Object.keys(MATRIX), ...CARE_TABLES].sort());
+    expect(tables.rows.map((r) => r.relname).sort()).toEqual([...Object.keys(MATRIX), ...CARE_TABLES, ...DOOR_TABLES].sort());
   });
 
   it("never bypasses RLS: camp_api is not a superuser, has no BYPASSRLS and cannot log in", async () => {

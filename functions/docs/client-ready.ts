@@ -26,6 +26,10 @@ export const TAGS: Array<{ name: string; description: string }> = [
     description:
       "Medications, the medication administration record, the medication pass and incidents: need-to-know (care access, and a key's care scope); the record is append-only",
   },
+  {
+    name: "on-site",
+    description: "Check-in, check-out to an authorised pickup, presence, roll calls and offline sync (the attendance scope)",
+  },
   { name: "photos", description: "Participants' photos: upload (metadata removed) and download" },
   { name: "users", description: "The tenant's users and their roles (admins)" },
   { name: "api-keys", description: "API keys: issue, rotate, revoke and list" },

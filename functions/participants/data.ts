@@ -301,6 +301,11 @@ export function listConditions(
       where.push(`p.id in (select found.id from (${searchIds(term, filters.include_deleted)}) as found(id))`);
     }
   }
+  if (filters.presence === "none") where.push("p.presence is null");
+  else if (filters.presence !== undefined) {
+    params.push(filters.presence);
+    where.push(`p.presence = $${params.length}`);
+  }
   if (filters.updated_since !== undefined) {
     params.push(filters.updated_since);
     where.push(`p.updated_at >= $${params.length}::timestamptz`);

@@ -99,6 +99,16 @@ export const PARTICIPANT_FIELDS = {
   },
   created_at: { sql: "timestamp", read: z.string().datetime() },
   updated_at: { sql: "timestamp", read: z.string().datetime() },
+  presence: {
+    sql: "choice",
+    read: z.enum(["in", "out"]).nullable().openapi({
+      description: "Checked in or out: the direction of the last movement by recorded_at; null when none was recorded",
+    }),
+  },
+  presence_since: {
+    sql: "timestamp",
+    read: z.string().datetime().nullable().openapi({ description: "recorded_at of that last movement" }),
+  },
 } as const satisfies Record<string, Field>;
 
 export type FieldName = keyof typeof PARTICIPANT_FIELDS;

@@ -78,6 +78,10 @@ export const ListQuery = z.object({
       description:
         "Part of first_name, surname, full_name or user_id, ignoring case, accents and punctuation (jose finds José, oconnor finds O'Connor)",
     }),
+  presence: z
+    .enum(["in", "out", "none"])
+    .optional()
+    .openapi({ description: "Only participants checked in (in), checked out (out), or never recorded (none)" }),
   severe_allergy: z
     .enum(["true"])
     .transform(() => true as const)
