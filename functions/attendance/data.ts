@@ -1,4 +1,4 @@
-import type { Sql } from "../db/database.ts";
+import type { Sql } from "../db/sql.ts";
 import { allOf, type ListMeta } from "../db/list.ts";
 import type { MovementCreateInput, MovementListFilters, MovementRecord } from "./schemas.ts";
 
