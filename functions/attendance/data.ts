@@ -1,5 +1,5 @@
-import type { Sql } from "../db/sql.ts";
 import { allOf, type ListMeta } from "../db/list.ts";
+import type { Sql } from "../db/sql.ts";
 import type { MovementCreateInput, MovementListFilters, MovementRecord } from "./schemas.ts";
 
 /**

@@ -213,6 +213,16 @@ grant select on public.attendance_movements to camp_api;
 -- Supabase's default grants to anon and authenticated on new tables in public.
 revoke all on public.attendance_movements, public.attendance_codes, public.attendance_present_codes from anon, authenticated;
 
+-- No movement outlives an erasure (*_erasure_holds.sql): each write holds
+-- the participant's row, and erasure deletes them (below). The doors lock the
+-- row themselves first, so these only confirm it.
+create trigger attendance_movements_hold_live_participant
+  before insert or update on public.attendance_movements
+  for each row execute function private.hold_live_participant();
+create trigger attendance_present_codes_hold_live_participant
+  before insert or update on public.attendance_present_codes
+  for each row execute function private.hold_live_participant();
+
 -- Every movement and its later conflict flag are in the audit trail.
 create trigger attendance_movements_audit_insert after insert on public.attendance_movements
   referencing new table as new_rows for each statement execute function private.audit_changes('movement');
