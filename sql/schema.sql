@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128050000 (36 migrations).
+-- Through migration 20261128050000 (37 migrations).
 
 -- Schemas and extensions
 
@@ -196,6 +196,244 @@ revoke all on function private.assert_room_capacity(p_rooms uuid[], p_field text
 grant execute on function private.assert_room_capacity(p_rooms uuid[], p_field text) to camp_api;
 comment on function private.assert_room_capacity(p_rooms uuid[], p_field text) is 'Refuses (CA409, constraint room_capacity, every offending room as JSON in DETAIL) when a room of the list holds more live participants than its capacity, unless this transaction overrides capacity.';
 
+CREATE OR REPLACE FUNCTION private.attendance_access()
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := nullif(current_setting('request.jwt.claims', true), '')::jsonb;
+  v_scopes text[];
+begin
+  if v_claims is null or not v_claims ? 'sub' or not v_claims ? 'tenant_id' then
+    return 'none';
+  end if;
+  if not exists (
+    select from public.users u
+    where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = (v_claims ->> 'tenant_id')::uuid and u.active
+  ) then
+    return 'none';
+  end if;
+  if v_claims ->> 'key_id' is not null then
+    select k.scopes into v_scopes
+    from public.api_keys k
+    where k.id = (v_claims ->> 'key_id')::uuid
+      and k.user_id = (v_claims ->> 'sub')::uuid
+      and k.revoked_at is null
+      and (k.expires_at is null or k.expires_at > now());
+    if v_scopes is null then
+      return 'none';
+    end if;
+    if 'write' = any (v_scopes) or 'attendance' = any (v_scopes) then
+      return 'write';
+    end if;
+    return case when 'read' = any (v_scopes) then 'read' else 'none' end;
+  end if;
+  return case when v_claims ->> 'via' = 'bearer' then 'write' else 'none' end;
+end
+$function$;
+revoke all on function private.attendance_access() from public;
+grant execute on function private.attendance_access() to camp_api;
+comment on function private.attendance_access() is 'The caller''s access to movements and roll calls (none, read, write): a Bearer token of an active user, or a live key with the write or attendance scope, records; a read key reads.';
+
+CREATE OR REPLACE FUNCTION private.attendance_record(p jsonb, p_sync boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_tenant uuid := private.request_tenant_id();
+  v_actor jsonb := private.audit_actor();
+  v_participant uuid := (p ->> 'participant_id')::uuid;
+  v_direction text := p ->> 'direction';
+  v_recorded timestamptz := coalesce((p ->> 'recorded_at')::timestamptz, now());
+  v_nonce uuid := coalesce((p ->> 'nonce')::uuid, gen_random_uuid());
+  v_pickup uuid := (p ->> 'pickup_contact_id')::uuid;
+  v_code text := upper(p ->> 'security_code');
+  v_override text := nullif(btrim(p ->> 'override_reason'), '');
+  v_instance uuid;
+  v_status text;
+  v_presence text;
+  v_since timestamptz;
+  v_issue text;
+  v_field text;
+  v_errcode text;
+  v_issued text;
+  v_id uuid;
+  v_movement jsonb;
+begin
+  if private.attendance_access() <> 'write' then
+    raise exception 'recording movements needs a key with the write or attendance scope' using errcode = 'CA403';
+  end if;
+  if v_override is not null and not private.caller_is_admin() then
+    if not p_sync then
+      raise exception 'only an admin may override the pickup rule' using errcode = 'CA403', column = 'override_reason';
+    end if;
+    return jsonb_build_object('outcome', 'invalid', 'reason', 'only an admin may override the pickup rule', 'field', 'override_reason');
+  end if;
+
+  -- One writer per participant at a time: two check-outs of one child take turns, and the second sees the first.
+  select pt.instance_id, pt.presence, pt.presence_since into v_instance, v_presence, v_since
+  from public.participants pt
+  where pt.id = v_participant and pt.tenant_id = v_tenant and pt.deleted_at is null and pt.erased_at is null
+  for no key update;
+  if not found then
+    if not p_sync then
+      raise exception 'does not exist' using errcode = 'CA400', column = 'participant_id';
+    end if;
+    return jsonb_build_object('outcome', 'invalid', 'reason', 'participant not found', 'field', 'participant_id');
+  end if;
+
+  if p_sync and exists (select from public.attendance_movements m where m.tenant_id = v_tenant and m.nonce = v_nonce) then
+    return jsonb_build_object('outcome', 'duplicate', 'movement', (
+      select private.movement_json(m) from public.attendance_movements m where m.tenant_id = v_tenant and m.nonce = v_nonce));
+  end if;
+
+  select i.status into v_status from public.instances i where i.id = v_instance for share;
+  if v_status = 'archived' then
+    v_issue := 'the participant''s instance is archived and read-only';
+    v_field := 'participant_id';
+    v_errcode := 'CA409';
+  elsif v_direction = 'out' and v_override is null then
+    -- The pickup rule.
+    if v_pickup is null then
+      v_issue := 'a check-out names an authorised pickup (pickup_contact_id) or an admin''s override_reason';
+      v_field := 'pickup_contact_id';
+    elsif not exists (
+      select from public.participant_contacts c
+      where c.id = v_pickup and c.tenant_id = v_tenant and c.participant_id = v_participant
+        and c.deleted_at is null and c.authorised_pickup
+    ) then
+      v_issue := 'is not a live contact of this participant authorised to collect them';
+      v_field := 'pickup_contact_id';
+    end if;
+    v_errcode := 'CA409';
+  end if;
+
+  if v_issue is null and not p_sync then
+    if v_recorded < v_since then
+      v_issue := 'is before the participant''s last movement (record offline movements with POST /attendance/sync)';
+      v_field := 'recorded_at';
+    elsif v_direction = coalesce(v_presence, 'out') then
+      v_issue := case v_direction when 'in' then 'the participant is already checked in' else 'the participant is not checked in' end;
+      v_field := 'direction';
+    elsif v_direction = 'out' and v_override is null and v_code is not null
+          and v_code is distinct from (select pc.code from public.attendance_present_codes pc where pc.participant_id = v_participant) then
+      v_issue := 'does not match the check-in''s security code';
+      v_field := 'security_code';
+    end if;
+    v_errcode := 'CA409';
+  end if;
+
+  if v_issue is not null then
+    if not p_sync then
+      raise exception '%', v_issue using errcode = v_errcode, column = v_field;
+    end if;
+    return jsonb_build_object('outcome', 'invalid', 'reason', v_issue, 'field', v_field);
+  end if;
+
+  insert into public.attendance_movements
+    (instance_id, participant_id, direction, recorded_at, recorded_by, location, pickup_contact_id, override_reason, nonce)
+  values (v_instance, v_participant, v_direction, v_recorded, (v_actor ->> 'sub')::uuid, p ->> 'location',
+          case when v_direction = 'out' then v_pickup end, v_override, v_nonce)
+  on conflict (tenant_id, nonce) do nothing
+  returning id into v_id;
+  if v_id is null then
+    -- The nonce was stored by a transaction that committed meanwhile.
+    if not p_sync then
+      raise exception 'a movement with this nonce is already recorded' using errcode = 'CA409', column = 'nonce';
+    end if;
+    return jsonb_build_object('outcome', 'duplicate');
+  end if;
+  if v_direction = 'out' and v_code is not null then
+    insert into public.attendance_codes (movement_id, code) values (v_id, v_code);
+  end if;
+  if v_direction = 'in' and not p_sync then
+    -- Unique among the instance's present participants (attendance_present_codes_code_key): check-ins of
+    -- one instance draw one after the other, and a clash draws again.
+    perform pg_advisory_xact_lock(hashtextextended('attendance codes ' || v_instance::text, 0));
+    v_issued := private.new_security_code();
+    while exists (
+      select from public.attendance_present_codes pc where pc.instance_id = v_instance and pc.code = v_issued
+    ) loop
+      v_issued := private.new_security_code();
+    end loop;
+    insert into public.attendance_codes (movement_id, code) values (v_id, v_issued);
+  end if;
+
+  perform private.attendance_settle(v_participant);
+
+  select private.movement_json(m) into v_movement from public.attendance_movements m where m.id = v_id;
+  return jsonb_build_object(
+    'outcome', case when (v_movement ->> 'conflict')::boolean then 'conflict' else 'accepted' end,
+    'reason', v_movement ->> 'conflict_reason',
+    'movement', v_movement,
+    'security_code', v_issued);
+end
+$function$;
+revoke all on function private.attendance_record(p jsonb, p_sync boolean) from public;
+grant execute on function private.attendance_record(p jsonb, p_sync boolean) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.attendance_settle(p_participant uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_last record;
+  v_instance uuid;
+begin
+  with ordered as (
+    select m.id, m.direction, m.override_reason, m.conflict_reason, c.code,
+           lag(m.direction) over w as prev_direction,
+           lag(c.code) over w as prev_code
+    from public.attendance_movements m
+    left join public.attendance_codes c on c.movement_id = m.id
+    where m.participant_id = p_participant
+    window w as (order by m.recorded_at, m.nonce)
+  ), judged as (
+    select o.id, o.conflict_reason as was, case
+      when o.direction = o.prev_direction then
+        case o.direction when 'in' then 'already checked in' else 'already checked out' end
+      when o.direction = 'out' and o.prev_direction is null then 'not checked in'
+      when o.direction = 'out' and o.override_reason is null and o.code is not null and o.code is distinct from o.prev_code
+        then 'security code does not match the check-in''s'
+    end as reason
+    from ordered o
+  )
+  update public.attendance_movements m set conflict_reason = j.reason
+  from judged j
+  where m.id = j.id and j.reason is distinct from j.was;
+
+  select m.id, m.direction, m.recorded_at, c.code into v_last
+  from public.attendance_movements m
+  left join public.attendance_codes c on c.movement_id = m.id
+  where m.participant_id = p_participant
+  order by m.recorded_at desc, m.nonce desc
+  limit 1;
+  update public.participants p set presence = v_last.direction, presence_since = v_last.recorded_at
+  where p.id = p_participant
+    and (p.presence is distinct from v_last.direction or p.presence_since is distinct from v_last.recorded_at)
+  returning p.instance_id into v_instance;
+  if v_instance is null then
+    select p.instance_id into v_instance from public.participants p where p.id = p_participant;
+  end if;
+  if v_last.direction = 'in' and v_last.code is not null then
+    insert into public.attendance_present_codes as pc (participant_id, tenant_id, instance_id, movement_id, code)
+    select p_participant, p.tenant_id, v_instance, v_last.id, v_last.code from public.participants p where p.id = p_participant
+    on conflict (participant_id) do update
+    set instance_id = excluded.instance_id, movement_id = excluded.movement_id, code = excluded.code
+    where pc.movement_id is distinct from excluded.movement_id;
+  else
+    delete from public.attendance_present_codes where participant_id = p_participant;
+  end if;
+end
+$function$;
+revoke all on function private.attendance_settle(p_participant uuid) from public;
+
 CREATE OR REPLACE FUNCTION private.audit_actor()
  RETURNS jsonb
  LANGUAGE sql
@@ -325,6 +563,20 @@ begin
 end
 $function$;
 revoke all on function private.authenticate_api_key(p_key_hash bytea) from public;
+
+CREATE OR REPLACE FUNCTION private.caller_is_admin()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select exists (
+    select from public.users u
+    where u.id = (private.audit_actor() ->> 'sub')::uuid
+      and u.tenant_id = private.request_tenant_id() and u.role = 'admin' and u.active)
+$function$;
+revoke all on function private.caller_is_admin() from public;
+grant execute on function private.caller_is_admin() to camp_api;
 
 CREATE OR REPLACE FUNCTION private.can_administer(p_user_id uuid)
  RETURNS boolean
@@ -787,6 +1039,18 @@ end
 $function$;
 revoke all on function private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer, p_per_tenant integer) from public;
 
+CREATE OR REPLACE FUNCTION private.clear_presence_of_erased()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  new.presence := null;
+  new.presence_since := null;
+  return new;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.consents_json(p_participant uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -955,6 +1219,33 @@ end
 $function$;
 revoke all on function private.enforce_reporting_limits() from public;
 comment on function private.enforce_reporting_limits() is 'Cancels reporting-role statements past their granted statement_timeout and ends sessions idle in a transaction past their idle_timeout. Run by the server every REPORTING_GUARD_INTERVAL_MS and, on Supabase, by pg_cron.';
+
+CREATE OR REPLACE FUNCTION private.erase_attendance_of_participant()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_ids uuid[];
+begin
+  v_ids := array(select m.id from public.attendance_movements m where m.participant_id = new.id);
+  delete from public.attendance_present_codes where participant_id = new.id;
+  delete from public.attendance_movements where participant_id = new.id;
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = new.tenant_id
+    and e.resource_type = 'movement'
+    and e.resource_id = any (v_ids)
+    and e.changes <> '{}'::jsonb;
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return null;
+end
+$function$;
+revoke all on function private.erase_attendance_of_participant() from public;
 
 CREATE OR REPLACE FUNCTION private.erase_care_of_participant()
  RETURNS trigger
@@ -1390,6 +1681,20 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.guard_presence()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  -- The doors run as the migrations' owner; a caller writing participants directly is refused.
+  if current_user = 'camp_api' then
+    raise exception 'presence is set by check-in and check-out only' using errcode = 'CA400', column = 'presence';
+  end if;
+  return new;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.guard_refused_photo()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1807,6 +2112,31 @@ $function$;
 alter function private.medications(p_participant uuid, p_include_deleted boolean) owner to camp_care;
 revoke all on function private.medications(p_participant uuid, p_include_deleted boolean) from public;
 grant execute on function private.medications(p_participant uuid, p_include_deleted boolean) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.movement_json(m public.attendance_movements)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+    'id', m.id, 'participant_id', m.participant_id, 'instance_id', m.instance_id, 'direction', m.direction,
+    'recorded_at', private.iso_time(m.recorded_at), 'received_at', private.iso_time(m.received_at),
+    'recorded_by', m.recorded_by, 'location', m.location, 'pickup_contact_id', m.pickup_contact_id,
+    'override_reason', m.override_reason, 'nonce', m.nonce, 'conflict', m.conflict, 'conflict_reason', m.conflict_reason)
+$function$;
+grant execute on function private.movement_json(m public.attendance_movements) to public;
+grant execute on function private.movement_json(m public.attendance_movements) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.new_security_code()
+ RETURNS text
+ LANGUAGE sql
+ SET search_path TO ''
+AS $function$
+  select string_agg(substr('ACDEFHJKMNPQRTUVWXY3479', 1 + floor(random() * 23)::int, 1), '')
+  from generate_series(1, 4)
+$function$;
+revoke all on function private.new_security_code() from public;
 
 CREATE OR REPLACE FUNCTION private.note_capacity_override()
  RETURNS trigger
@@ -2609,6 +2939,68 @@ CREATE TRIGGER api_keys_guard_revocation BEFORE UPDATE OF revoked_at ON public.a
 grant select (id, tenant_id, user_id, key_prefix, created_at, last_used_at, expires_at, revoked_at, name, scopes), insert (tenant_id, user_id, key_hash, key_prefix, expires_at, name, scopes), update (revoked_at) on table public.api_keys to camp_api;
 comment on column public.api_keys.scopes is 'What the key may do: {read} (GET and HEAD only) or {read,write} (everything its user''s role allows), each optionally with care (the user''s care access; without it, no care data at all).';
 
+create table public.attendance_codes (
+  movement_id uuid not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  code text not null,
+  constraint attendance_codes_pkey PRIMARY KEY (movement_id),
+  constraint attendance_codes_movement_id_fkey FOREIGN KEY (movement_id) REFERENCES public.attendance_movements(id) ON DELETE CASCADE,
+  constraint attendance_codes_code_check CHECK (code ~ '^[A-Z0-9]{4,8}$'::text)
+);
+alter table public.attendance_codes enable row level security;
+comment on table public.attendance_codes is 'The security code a check-in issued or a check-out presented. Read only by the attendance doors; never returned but once, in the check-in''s answer.';
+
+create table public.attendance_movements (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  participant_id uuid not null,
+  direction text not null,
+  recorded_at timestamp with time zone not null,
+  received_at timestamp with time zone default now() not null,
+  recorded_by uuid,
+  location text,
+  pickup_contact_id uuid,
+  override_reason text,
+  nonce uuid not null,
+  conflict_reason text,
+  conflict boolean generated always as ((conflict_reason IS NOT NULL)) stored not null,
+  constraint attendance_movements_pkey PRIMARY KEY (id),
+  constraint attendance_movements_nonce_key UNIQUE (tenant_id, nonce),
+  constraint attendance_movements_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint attendance_movements_direction_check CHECK (direction = ANY (ARRAY['in'::text, 'out'::text])),
+  constraint attendance_movements_location_check CHECK (char_length(location) <= 200),
+  constraint attendance_movements_override_check CHECK (override_reason IS NULL OR direction = 'out'::text),
+  constraint attendance_movements_override_reason_check CHECK (char_length(btrim(override_reason)) >= 1 AND char_length(btrim(override_reason)) <= 2000)
+);
+alter table public.attendance_movements enable row level security;
+CREATE INDEX attendance_movements_by_instance ON public.attendance_movements USING btree (instance_id, recorded_at, nonce);
+CREATE INDEX attendance_movements_by_tenant ON public.attendance_movements USING btree (tenant_id, recorded_at, nonce);
+CREATE INDEX attendance_movements_timeline ON public.attendance_movements USING btree (participant_id, recorded_at, nonce);
+create policy "API callers read the movements of their tenant" on public.attendance_movements for select to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER attendance_movements_audit_insert AFTER INSERT ON public.attendance_movements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('movement');
+CREATE TRIGGER attendance_movements_audit_update AFTER UPDATE ON public.attendance_movements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('movement');
+CREATE TRIGGER attendance_movements_hold_live_participant BEFORE INSERT OR UPDATE ON public.attendance_movements FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+grant select on table public.attendance_movements to camp_api;
+comment on table public.attendance_movements is 'Check-ins and check-outs, append-only (only erasure removes rows): the device''s recorded_at orders them, conflict_reason says when one contradicts its predecessor. Written only through private.attendance_record.';
+
+create table public.attendance_present_codes (
+  participant_id uuid not null,
+  tenant_id uuid not null,
+  instance_id uuid not null,
+  movement_id uuid not null,
+  code text not null,
+  constraint attendance_present_codes_pkey PRIMARY KEY (participant_id),
+  constraint attendance_present_codes_code_key UNIQUE (instance_id, code),
+  constraint attendance_present_codes_movement_id_fkey FOREIGN KEY (movement_id) REFERENCES public.attendance_movements(id) ON DELETE CASCADE,
+  constraint attendance_present_codes_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id)
+);
+alter table public.attendance_present_codes enable row level security;
+CREATE INDEX attendance_present_codes_tenant_id ON public.attendance_present_codes USING btree (tenant_id);
+CREATE TRIGGER attendance_present_codes_hold_live_participant BEFORE INSERT OR UPDATE ON public.attendance_present_codes FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+comment on table public.attendance_present_codes is 'The security code of each present participant''s check-in, unique within the instance; maintained by the attendance doors, read by nobody else.';
+
 create table public.audit_events (
   id bigint generated always as identity not null,
   tenant_id uuid not null,
@@ -2976,6 +3368,8 @@ create table public.participants (
   photo_sha256 text,
   search_key text generated always as (private.search_key(((((((first_name || chr(31)) || surname) || chr(31)) || full_name) || chr(31)) || user_id))) stored,
   erased_at timestamp with time zone,
+  presence text,
+  presence_since timestamp with time zone,
   constraint participants_pkey PRIMARY KEY (id),
   constraint participants_tenant_id_id_key UNIQUE (tenant_id, id),
   constraint participants_block_id_fkey FOREIGN KEY (instance_id, block_id) REFERENCES public.blocks(instance_id, id),
@@ -3001,6 +3395,7 @@ END)),
   constraint participants_photo_link_check CHECK (char_length(photo_link) <= 2000),
   constraint participants_photo_sha256_check CHECK (photo_sha256 ~ '^[0-9a-f]{64}$'::text),
   constraint participants_photo_size_check CHECK (photo_size >= 1 AND photo_size <= 5242880),
+  constraint participants_presence_check CHECK (presence = ANY (ARRAY['in'::text, 'out'::text])),
   constraint participants_pronouns_check CHECK (char_length(pronouns) <= 50),
   constraint participants_rank_check CHECK (char_length(rank) <= 200),
   constraint participants_room_id_check CHECK (room_id IS NULL OR block_id IS NOT NULL),
@@ -3027,6 +3422,7 @@ CREATE INDEX participants_by_tenant_surname ON public.participants USING btree (
 CREATE INDEX participants_by_updated_at ON public.participants USING btree (tenant_id, updated_at, id);
 CREATE INDEX participants_by_user_id ON public.participants USING btree (tenant_id, user_id) WHERE (deleted_at IS NULL);
 CREATE INDEX participants_list ON public.participants USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_presence ON public.participants USING btree (instance_id, presence) WHERE (deleted_at IS NULL);
 CREATE INDEX participants_search_key ON public.participants USING gin (search_key extensions.gin_trgm_ops) WHERE (deleted_at IS NULL);
 CREATE UNIQUE INDEX participants_user_id_key ON public.participants USING btree (instance_id, user_id) WHERE (deleted_at IS NULL);
 create policy "API callers manage the participants of their tenant" on public.participants for all to camp_api
@@ -3042,12 +3438,16 @@ CREATE TRIGGER participants_count_room_delete AFTER DELETE ON public.participant
 CREATE TRIGGER participants_count_room_insert AFTER INSERT ON public.participants FOR EACH ROW WHEN (new.room_id IS NOT NULL AND new.deleted_at IS NULL) EXECUTE FUNCTION private.count_room_placement();
 CREATE TRIGGER participants_count_room_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_room_occupancy();
 CREATE TRIGGER participants_count_room_update AFTER UPDATE OF room_id, deleted_at ON public.participants FOR EACH ROW WHEN ((new.room_id IS DISTINCT FROM old.room_id OR (new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) AND (old.room_id IS NOT NULL AND old.deleted_at IS NULL OR new.room_id IS NOT NULL AND new.deleted_at IS NULL)) EXECUTE FUNCTION private.count_room_placement();
+CREATE TRIGGER participants_erase_attendance AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_attendance_of_participant();
 CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_care_of_participant();
 CREATE TRIGGER participants_erase_medications AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_medications_of_participant();
 CREATE TRIGGER participants_erase_photo_uploads AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_photo_uploads_of_participant();
+CREATE TRIGGER participants_erase_presence BEFORE UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.clear_presence_of_erased();
 CREATE TRIGGER participants_erase_stored_answers AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.withhold_answers_of_erased();
 CREATE TRIGGER participants_fill_full_name BEFORE INSERT ON public.participants FOR EACH ROW EXECUTE FUNCTION private.fill_participant_full_name();
 CREATE TRIGGER participants_guard_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION private.guard_participant_insert();
+CREATE TRIGGER participants_guard_presence BEFORE UPDATE OF presence, presence_since ON public.participants FOR EACH ROW WHEN (new.presence IS DISTINCT FROM old.presence OR new.presence_since IS DISTINCT FROM old.presence_since) EXECUTE FUNCTION private.guard_presence();
+CREATE TRIGGER participants_guard_presence_insert BEFORE INSERT ON public.participants FOR EACH ROW WHEN (new.presence IS NOT NULL OR new.presence_since IS NOT NULL) EXECUTE FUNCTION private.guard_presence();
 CREATE TRIGGER participants_guard_refused_photo BEFORE UPDATE OF photo_key, photo_link ON public.participants FOR EACH ROW WHEN (new.photo_key IS NOT NULL AND new.photo_key IS DISTINCT FROM old.photo_key OR new.photo_link IS NOT NULL AND new.photo_link IS DISTINCT FROM old.photo_link) EXECUTE FUNCTION private.guard_refused_photo();
 CREATE TRIGGER participants_guard_write BEFORE UPDATE ON public.participants FOR EACH ROW EXECUTE FUNCTION private.guard_participant_write();
 CREATE TRIGGER participants_touch_updated_at BEFORE UPDATE ON public.participants FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
@@ -3055,6 +3455,7 @@ grant select (id, instance_id, user_id, first_name, surname, full_name, gender, 
 grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at) on table public.participants to camp_reporting;
 comment on column public.participants.search_key is 'What `q` searches: the names and user_id as private.search_key folds them, joined by chr(31). Generated; never written.';
 comment on column public.participants.erased_at is 'When the participant''s personal data was erased (POST /participants/{id}/erase): the row keeps its id and instance, nothing else of the person.';
+comment on column public.participants.presence is 'in or out: the direction of the participant''s last movement by recorded_at (null: none recorded). Set only by the attendance doors.';
 grant select, insert, update on table public.participants to camp_api;
 
 create table public.photo_uploads (
