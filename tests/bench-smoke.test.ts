@@ -20,7 +20,7 @@ describe("npm run bench -- --smoke and npm run bench:diagnosis -- --smoke", () =
     try {
       const smoke = await run(
         TSX,
-        ["bench/load.ts", "--smoke", "--out", peersOut],
+        ["bench/peers/load.ts", "--smoke", "--out", peersOut],
         { ...process.env, DATABASE_URL: t().url },
         230_000,
       );
@@ -51,7 +51,7 @@ describe("npm run bench -- --smoke and npm run bench:diagnosis -- --smoke", () =
     out = await mkdtemp(join(tmpdir(), "camp-bench-smoke-"));
     const smoke = await run(
       TSX,
-      ["bench/diagnosis.ts", "--smoke", "--out", out],
+      ["bench/peers/diagnosis.ts", "--smoke", "--out", out],
       { ...process.env, DATABASE_URL: t().url },
       170_000,
     );

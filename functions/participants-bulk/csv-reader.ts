@@ -36,7 +36,8 @@ const BATCH_BYTES = 16_384;
 /**
  * csv-parse builds an error object (a deep copy of its options) for every
  * record whose cell count differs from the first one's, even when told to
- * accept it: a file of one-character lines costs tens of microseconds a line.
+ * accept it, so a file of very short lines costs far more per byte than
+ * any other (bench/README.md, "Figures behind the code's comments").
  * Counting lines per batch keeps each stretch short whatever the lines hold.
  */
 const BATCH_LINES = 200;

@@ -242,8 +242,8 @@ const LINES_PER_PIECE = 100;
  * the end without it), in list order, handed to `onPiece` LINES_PER_PIECE
  * lines at a time as they arrive. The server thus holds a piece of text at a
  * time, where it used to hold a page of row objects, a string per field:
- * exporting 100,000 participants grew it by over 70 MB of garbage that
- * V8 only freed with a full collection (bench/export-memory.ts).
+ * garbage that grew with the export and that V8 freed only with a full
+ * collection (the figures: bench/README.md, "Figures behind the code's comments").
  */
 export async function exportPageCsv(
   sql: Sql,
