@@ -151,6 +151,9 @@ export function buildProgram(): Command {
     .requiredOption("--instance <instance_id>", "the instance they join (it decides the tenant)", uuid)
     .option("--tenant <tenant_id>", "refuse unless the instance belongs to this tenant", uuid)
     .option("--dry-run", "check every line, write nothing")
+    .option("--mode <mode>", "create (default) or upsert: update participants whose user_id the instance holds")
+    .option("--date-format <format>", "how the file writes dates, e.g. DD/MM/YYYY (default YYYY-MM-DD)")
+    .option("--map <file>", 'a JSON mapping: {"columns": {"Column": "field"}, "values": {"field": {"value": "value"}}}')
     .option("--override-capacity", "place participants even where a room is full (recorded in the audit trail)")
     .action((file: string, options: ImportOptions) => withDatabase(async (db) => print(await importFile(db, file, options))));
 

@@ -1,13 +1,15 @@
 import { readFileSync } from "node:fs";
 import type { Database } from "../functions/db/database.ts";
-import { ApiError } from "../functions/errors.ts";
-import { type ImportReport, importParticipants, type LineIssue } from "../functions/participants-bulk/import.ts";
+import { ApiError, type FieldIssue } from "../functions/errors.ts";
+import { type ImportMode, type ImportReport, importParticipants } from "../functions/participants-bulk/import.ts";
+import { parseMapping } from "../functions/participants-bulk/import-options.ts";
 import { importPrincipal } from "../functions/participants-bulk/import-principal.ts";
 import { say } from "../node/runtime.ts";
 import { progressBar } from "./progress.ts";
 
 /**
- * `camp participants import FILE.csv --instance <id> [--dry-run] [--tenant <id>]`:
+ * `camp participants import FILE.csv --instance <id> [--dry-run] [--mode upsert]
+ * [--date-format DD/MM/YYYY] [--map mapping.json] [--tenant <id>]`:
  * the HTTP import's semantics (all or nothing) from the operator's shell.
  * The report goes to stdout as one JSON line; every rejected line is listed
  * on stderr, and the command then fails.
@@ -17,6 +19,10 @@ export interface ImportOptions {
   instance: string;
   tenant?: string;
   dryRun?: boolean;
+  mode?: string;
+  dateFormat?: string;
+  /** A file holding the mapping's JSON. */
+  map?: string;
   overrideCapacity?: boolean;
 }
 
@@ -30,14 +36,26 @@ function readCsv(file: string): Uint8Array {
   return bytes;
 }
 
-/** A rejected line, or an issue of the whole file (a room it would fill over capacity). */
-const describe = (d: Partial<LineIssue> & Pick<LineIssue, "field" | "issue">) =>
-  d.line === undefined
-    ? `${d.field}: ${d.issue}`
-    : `line ${d.line}: ${d.column ? `${d.column} (${d.field})` : d.field}: ${d.issue}`;
+/** A rejected line, a summary entry (a count and samples), or a room the file would fill over capacity. */
+function describe(d: FieldIssue): string {
+  const where = d.column ? `${d.column} (${d.field})` : d.field;
+  if (d.line !== undefined) return `line ${d.line}: ${where}: ${d.issue}`;
+  if (d.count !== undefined) {
+    const samples = d.samples?.length ? ` (e.g. ${d.samples.map((s) => JSON.stringify(s)).join(", ")})` : "";
+    return `${d.count} × ${where}: ${d.issue}${samples}`;
+  }
+  return `${where}: ${d.issue}`;
+}
+
+function modeOf(mode: string | undefined): ImportMode {
+  if (mode === undefined || mode === "create" || mode === "upsert") return mode ?? "create";
+  throw new Error(`--mode must be create or upsert, not ${mode}`);
+}
 
 export async function importFile(db: Database, file: string, options: ImportOptions): Promise<ImportReport> {
   const body = readCsv(file);
+  const mapping = options.map === undefined ? undefined : parseMapping(new TextDecoder().decode(readCsv(options.map)), "--map");
+  const mode = modeOf(options.mode);
   const principal = await importPrincipal(db, options.instance, options.tenant);
   const bar = progressBar(options.dryRun ? "checking" : "importing");
   let started = false;
@@ -46,6 +64,9 @@ export async function importFile(db: Database, file: string, options: ImportOpti
       body,
       instanceId: options.instance,
       dryRun: options.dryRun ?? false,
+      mode,
+      dateFormat: options.dateFormat,
+      mapping,
       overrideCapacity: options.overrideCapacity ?? false,
       onProgress: (phase, done, total) => {
         if (!started) bar.start(total, 0, { item: phase });
@@ -56,7 +77,7 @@ export async function importFile(db: Database, file: string, options: ImportOpti
   } catch (error) {
     if (error instanceof ApiError && Array.isArray(error.details)) {
       bar.stop();
-      for (const issue of error.details as LineIssue[]) say(describe(issue));
+      for (const issue of error.details) say(describe(issue));
     }
     throw error;
   } finally {

@@ -36,6 +36,12 @@ export interface FieldIssue {
   room_number?: string;
   capacity?: number;
   occupancy?: number;
+  /** A CSV import's room over capacity: its block's name and the lines that fill it. */
+  block_name?: string;
+  lines?: number[];
+  /** A CSV import's summary entry (no `line`): how many lines have this problem, and a few of their values. */
+  count?: number;
+  samples?: string[];
 }
 
 /** `details` is always a list; one issue may be given alone. */

@@ -43,11 +43,39 @@ describe("camp participants import", () => {
     expect(tenantOf.rows).toEqual([{ tenant_id: tenant.tenantId }]);
   });
 
+  it("reads day-first dates and a mapping file, then updates with --mode upsert", async () => {
+    const instance = (await addCampStructure(t(), tenant.tenantId, "CliMap")).instanceId;
+    const map = join(dir, "mapping.json");
+    writeFileSync(map, JSON.stringify({ columns: { "Reg No": "user_id" }, values: { gender: { Lad: "Male" } } }));
+    const csv = file("Reg No,First name,Surname,Sex,DOB\nm1,Ada,Lovelace,F,10/12/2011\nm2,Alan,Turing,lad,23/6/2012\n");
+    const args = ["participants", "import", csv, "--instance", instance, "--date-format", "DD/MM/YYYY", "--map", map];
+    const res = await camp(...args);
+    expect(res.code, res.stderr).toBe(0);
+    expect(JSON.parse(res.stdout)).toMatchObject({
+      created: 2,
+      columns: expect.arrayContaining([{ column: "Reg No", field: "user_id" }]),
+    });
+    const stored = await t().admin(
+      "select user_id, gender, date_of_birth::text as dob from participants where instance_id = $1 order by user_id",
+      [instance],
+    );
+    expect(stored.rows).toEqual([
+      { user_id: "m1", gender: "Female", dob: "2011-12-10" },
+      { user_id: "m2", gender: "Male", dob: "2012-06-23" },
+    ]);
+    const again = await camp(...args, "--mode", "upsert");
+    expect(again.code, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout)).toMatchObject({ mode: "upsert", created: 0, updated: 0, unchanged: 2 });
+    const wrong = await camp(...args, "--mode", "merge");
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/--mode must be create or upsert/);
+  });
+
   it("writes nothing with --dry-run", async () => {
     const csv = file("user_id,first_name,surname,supergroup\nd1,Ada,Lovelace,EaglesC\n");
     const res = await camp("participants", "import", csv, "--instance", structure.instanceId, "--dry-run");
     expect(res.code, res.stderr).toBe(0);
-    expect(JSON.parse(res.stdout)).toMatchObject({ dry_run: true, lines: 1, created: 0 });
+    expect(JSON.parse(res.stdout)).toMatchObject({ dry_run: true, lines: 1, created: 1 });
     expect(await userIds(structure.instanceId)).toEqual([]);
   });
 
@@ -56,7 +84,9 @@ describe("camp participants import", () => {
     const res = await camp("participants", "import", csv, "--instance", structure.instanceId);
     expect(res.code).toBe(1);
     expect(res.stdout).toBe("");
-    expect(res.stderr).toContain("line 2: DOB (date_of_birth): must be a date in the form YYYY-MM-DD");
+    expect(res.stderr).toContain("line 2: DOB (date_of_birth): does not match date_format YYYY-MM-DD");
+    // The summary first: one line per column and problem, with a count and sample values.
+    expect(res.stderr).toContain('1 × DOB (date_of_birth): does not match date_format YYYY-MM-DD (e.g. "10/12/2011")');
     expect(res.stderr).toContain("line 3: first_name (first_name): is required");
     expect(res.stderr).toMatch(/camp: 2 of 3 lines are invalid; nothing was imported/);
     expect(await userIds(structure.instanceId)).toEqual([]);

@@ -38,6 +38,10 @@ function importCsv(
   });
 }
 
+/** A rejection's problems line by line (the details after the summary and the rooms). */
+const lineIssues = (res: { body: { error: { details: Array<{ line?: number }> } } }) =>
+  res.body.error.details.filter((d) => d.line !== undefined);
+
 async function stored(instanceId: string) {
   const res = await call(app, "GET", `/api/v1/participants?instance_id=${instanceId}&limit=1000`, { key });
   expect(res.status).toBe(200);
@@ -63,8 +67,11 @@ describe("POST /api/v1/participants/import", () => {
     expect(res.body.data).toEqual({
       instance_id: camp.instanceId,
       dry_run: false,
+      mode: "create",
       lines: 2,
       created: 2,
+      updated: 0,
+      unchanged: 0,
       columns: [
         { column: "Participant ID", field: "user_id" },
         { column: "Forename", field: "first_name" },
@@ -75,6 +82,11 @@ describe("POST /api/v1/participants/import", () => {
         { column: "School", field: "school_institute" },
       ],
       ignored_columns: ["Notes"],
+      column_suggestions: [],
+      outcomes: [
+        { line: 2, user_id: "p1", outcome: "created" },
+        { line: 3, user_id: "p2", outcome: "created" },
+      ],
     });
     const rows = await stored(camp.instanceId);
     expect(rows.map((r) => [r.user_id, r.full_name, r.date_of_birth, r.gender, r.status, r.school_institute])).toEqual([
@@ -119,7 +131,7 @@ describe("POST /api/v1/participants/import", () => {
     ].join("\n");
     const res = await importCsv(camp.instanceId, csv);
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual([
+    expect(lineIssues(res)).toEqual([
       {
         line: 2,
         column: "subgroup",
@@ -146,7 +158,7 @@ describe("POST /api/v1/participants/import", () => {
     ].join("\n");
     const res = await importCsv(camp.instanceId, csv);
     expect(res.status).toBe(400);
-    expect(res.body.error.details).toEqual([
+    expect(lineIssues(res)).toEqual([
       {
         line: 2,
         column: "supergroup",
@@ -208,36 +220,45 @@ describe("POST /api/v1/participants/import", () => {
     // The export re-imports into its own instance (the ids and names agree), refused only as a duplicate.
     const same = await importCsv(camp.instanceId, exported.body as string);
     expect(same.status).toBe(400);
-    expect(same.body.error.details).toEqual([
+    expect(lineIssues(same)).toEqual([
       { line: 2, column: "user_id", field: "user_id", issue: "is already used by a participant of this instance" },
     ]);
   });
 
-  it("lists every rejected line with its number, column and reason, and imports nothing", async () => {
+  it("lists every problem of every line with its spreadsheet row, column and reason, and imports nothing", async () => {
     const camp = await freshCamp();
     const csv = [
-      "user_id,first_name,surname,date_of_birth,arrival_date,departure_date,gender", // line 1
+      "user_id,first_name,surname,date_of_birth,arrival_date,departure_date,gender", // row 1
       "ok1,Ada,Lovelace,2011-01-01,,,", // 2
       "bad1,,Turing,2011-02-30,,,", // 3: no first name, no such date
       "", // 4: empty lines are skipped but counted
-      'ok2,"Grace', // 5: a quoted cell over two lines (a name may not hold a line break)
-      'Brewster",Hopper,,,,', // 6
-      "ok1,Dup,Licate,,,,", // 7: same user_id as line 2
-      "bad2,Alan,Turing,,2026-07-10,2026-07-01,robot", // 8
-      "bad3,Too,Many,,,,,,surprise", // 9
+      'ok2,"Grace', // 5: a quoted cell over two lines (a name may not hold a line break)…
+      'Brewster",Hopper,,,,', // …is one row of a spreadsheet
+      "ok1,Dup,Licate,,,,", // 6: same user_id as row 2
+      "bad2,Alan,Turing,,2026-07-10,2026-07-01,robot", // 7: a bad gender does not hide the dates' order
+      "bad3,Too,Many,,,,,,surprise", // 8
     ].join("\n");
     const res = await importCsv(camp.instanceId, csv);
     expect(res.status).toBe(400);
     expect(res.body.error.code).toBe("VALIDATION_ERROR");
     expect(res.body.error.message).toBe("5 of 6 lines are invalid; nothing was imported");
-    expect(res.body.error.details).toEqual([
+    expect(lineIssues(res)).toEqual([
       { line: 3, column: "first_name", field: "first_name", issue: "is required" },
       { line: 3, column: "date_of_birth", field: "date_of_birth", issue: "is not a calendar date" },
       { line: 5, column: "first_name", field: "first_name", issue: "must not contain control characters" },
-      { line: 7, column: "user_id", field: "user_id", issue: "is used twice in this batch (also line 2)" },
-      { line: 8, column: "gender", field: "gender", issue: "must be one of Male, Female, Other" },
-      { line: 9, field: "line", issue: "has 9 cells, the header has 7" },
+      { line: 6, column: "user_id", field: "user_id", issue: "is used twice in this batch (also line 2)" },
+      { line: 7, column: "gender", field: "gender", issue: "must be one of Male, Female, Other" },
+      { line: 7, column: "departure_date", field: "departure_date", issue: "must not be before arrival_date" },
+      { line: 8, field: "line", issue: "has 9 cells, the header has 7" },
     ]);
+    // Before the lines: one entry per column and problem, with a count and a few of the values.
+    expect(res.body.error.details.filter((d: { count?: number }) => d.count !== undefined)).toContainEqual({
+      field: "gender",
+      column: "gender",
+      issue: "must be one of Male, Female, Other",
+      count: 1,
+      samples: ["robot"],
+    });
     expect(await stored(camp.instanceId)).toEqual([]);
   });
 
@@ -246,14 +267,15 @@ describe("POST /api/v1/participants/import", () => {
     const csv = "user_id;first_name;surname\nd1;Ada;Lovelace\nd2;Alan;Turing\n";
     const dry = await importCsv(camp.instanceId, csv, { dryRun: true });
     expect(dry.status, JSON.stringify(dry.body)).toBe(200);
-    expect(dry.body.data).toMatchObject({ dry_run: true, lines: 2, created: 0 });
+    // A dry run says what would happen.
+    expect(dry.body.data).toMatchObject({ dry_run: true, lines: 2, created: 2, updated: 0, unchanged: 0 });
     expect(await stored(camp.instanceId)).toEqual([]);
     const real = await importCsv(camp.instanceId, csv);
     expect(real.status).toBe(201);
     expect(real.body.data).toMatchObject({ dry_run: false, lines: 2, created: 2 });
     const dryAgain = await importCsv(camp.instanceId, csv, { dryRun: true });
     expect(dryAgain.status).toBe(400);
-    expect(dryAgain.body.error.details).toHaveLength(2);
+    expect(lineIssues(dryAgain)).toHaveLength(2);
   });
 
   it("refuses files it cannot read with a reason for the whole file", async () => {

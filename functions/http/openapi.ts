@@ -35,6 +35,20 @@ export const FieldIssueSchema = z
       description:
         "A room over its capacity (409): the live participants it would hold had the write gone through (more than capacity)",
     }),
+    block_name: z.string().optional().openapi({ description: "CSV import, a room over its capacity: its block's name" }),
+    lines: z
+      .array(z.number().int())
+      .optional()
+      .openapi({ description: "CSV import, a room over its capacity: the lines that put participants into it" }),
+    count: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "CSV import, a summary entry (no line): how many lines have this problem in this column" }),
+    samples: z
+      .array(z.string())
+      .optional()
+      .openapi({ description: "CSV import, a summary entry: a few of the values at fault (never of safeguarding columns)" }),
   })
   .openapi("FieldIssue", { description: "One offending field" });
 

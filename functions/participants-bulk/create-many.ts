@@ -69,9 +69,9 @@ export const failingRows = (issues: RowIssue[]) => new Set(issues.map((i) => i.a
 export async function insertPrepared(
   sql: Sql,
   ready: CreateInput[],
-  options: { returnRows: boolean; onProgress?: (done: number, total: number) => void },
+  options: { returnRows: boolean; ids?: string[]; onProgress?: (done: number, total: number) => void },
 ): Promise<{ created: number; json?: string }> {
-  const ids = orderedIds(ready.length);
+  const ids = options.ids ?? orderedIds(ready.length);
   const withIds = ready.map((row, i) => ({ ...row, id: ids[i] as string }));
   // Each chunk's array without its brackets, to be joined into one array.
   const items: string[] = [];

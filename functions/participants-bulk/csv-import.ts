@@ -1,6 +1,18 @@
 import { ApiError, badRequest } from "../errors.ts";
 import { WRITABLE_FIELDS, type WritableField } from "../participants/schemas.ts";
+import { CARE_ALIASES, CARE_COLUMNS, isCareColumn } from "./care-columns.ts";
 import { readCsv } from "./csv-reader.ts";
+import {
+  type DateFormat,
+  DEFAULT_DATE_FORMAT,
+  genderOf,
+  isoDate,
+  type Mapping,
+  mappedValue,
+  normaliseStatus,
+  parseDateFormat,
+  suggestionsFor,
+} from "./import-options.ts";
 import { type Candidate, NAMED_REFERENCES, type NamedReference, type RowIssue } from "./rows.ts";
 
 /**
@@ -29,7 +41,7 @@ export const CSV_LIMITS = {
   recordBytes: 65_536,
 };
 
-type Target = Exclude<WritableField, "instance_id"> | NamedReference;
+type Target = Exclude<WritableField, "instance_id"> | NamedReference | string;
 
 /** Columns an export writes that an import does not take (the instance comes from the request). */
 const SKIPPED = new Set(["id", "instance_id", "created_at", "updated_at"]);
@@ -81,7 +93,11 @@ const ALIASES: Record<string, Target> = {
   room_name: "room",
 };
 
-const TARGETS = new Set<string>([...WRITABLE_FIELDS.filter((f) => f !== "instance_id"), ...NAMED_REFERENCES]);
+const TARGETS = new Set<string>([...WRITABLE_FIELDS.filter((f) => f !== "instance_id"), ...NAMED_REFERENCES, ...CARE_COLUMNS]);
+const ALL_ALIASES: Record<string, Target> = { ...ALIASES, ...CARE_ALIASES };
+/** Every name a column may have, to its field: what an unknown column is compared with for a suggestion. */
+const KNOWN_NAMES = new Map<string, string>([...[...TARGETS].map((t) => [t, t] as const), ...Object.entries(ALL_ALIASES)]);
+const DATE_FIELDS = new Set(["date_of_birth", "arrival_date", "departure_date"]);
 
 /** `Date of Birth`, `date-of-birth` and ` DATE_OF_BIRTH ` all become `date_of_birth`. */
 export const normaliseHeader = (header: string) =>
@@ -96,7 +112,21 @@ export function targetOf(header: string): Target | "skip" | undefined {
   const name = normaliseHeader(header);
   if (SKIPPED.has(name)) return "skip";
   if (TARGETS.has(name)) return name as Target;
-  return ALIASES[name];
+  return ALL_ALIASES[name];
+}
+
+/** What an import is told about its file besides the file. */
+export interface ReadOptions {
+  dateFormat?: DateFormat;
+  mapping?: Mapping;
+  /** Upsert: only user_id is needed, other columns may be missing (what they hold stays as it is). */
+  upsert?: boolean;
+}
+
+/** An unknown column and the fields it may have meant. */
+export interface UnknownColumn {
+  column: string;
+  did_you_mean: string[];
 }
 
 export interface ColumnMapping {
@@ -108,6 +138,12 @@ export interface ParsedImport {
   columns: ColumnMapping[];
   /** Columns not taken, as written in the header (export's id and timestamps not included). */
   ignored: string[];
+  /** Of those, the ones close to a field's name. */
+  suggestions: UnknownColumn[];
+  /** Care columns of the header (fields), which need care write access. */
+  careColumns: string[];
+  /** Participant lines, blank ones not counted. */
+  lines: number;
   candidates: Candidate[];
   /** Problems of single lines found while reading (cell counts). */
   issues: RowIssue[];
@@ -116,12 +152,32 @@ export interface ParsedImport {
 /** An exported cell neutralised against formula injection (`'=…`) is read back as it was written. */
 const unneutralise = (cell: string) => (/^'[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/.test(cell) ? cell.slice(1) : cell);
 
-function mapHeader(header: string[]): { columns: Array<ColumnMapping | undefined>; ignored: string[] } {
+interface MappedHeader {
+  columns: Array<ColumnMapping | undefined>;
+  ignored: string[];
+}
+
+function mapHeader(header: string[], options: ReadOptions): MappedHeader {
   const columns: Array<ColumnMapping | undefined> = [];
   const ignored: string[] = [];
   const taken = new Map<Target, string>();
+  const chosen = options.mapping?.columns ?? {};
+  const byName = new Map(Object.entries(chosen).map(([column, field]) => [normaliseHeader(column), field]));
+  const used = new Set<string>();
   for (const column of header) {
-    const target = targetOf(column);
+    const key = normaliseHeader(column);
+    let target: Target | "skip" | undefined;
+    if (byName.has(key)) {
+      used.add(key);
+      const field = byName.get(key);
+      target = field === null || field === undefined ? "skip" : (targetOf(field) ?? field);
+      if (target !== "skip" && !TARGETS.has(target)) {
+        throw badRequest(`the mapping sends column '${column}' to '${field}', which is not a field an import takes`, {
+          field: `mapping.columns.${column}`,
+          issue: "is not a field an import takes",
+        });
+      }
+    } else target = targetOf(column);
     if (target === undefined || target === "skip") {
       if (target === undefined && column.trim() !== "") ignored.push(column);
       columns.push(undefined);
@@ -138,7 +194,16 @@ function mapHeader(header: string[]): { columns: Array<ColumnMapping | undefined
     taken.set(target, column);
     columns.push({ column, field: target });
   }
-  const missing = (["user_id", "first_name", "surname"] as const).filter((f) => !taken.has(f));
+  for (const column of Object.keys(chosen)) {
+    if (!used.has(normaliseHeader(column))) {
+      throw badRequest(`the mapping names column '${column}', which the header does not have`, {
+        field: `mapping.columns.${column}`,
+        issue: "is not a column of the file",
+      });
+    }
+  }
+  const needed = options.upsert ? (["user_id"] as const) : (["user_id", "first_name", "surname"] as const);
+  const missing = needed.filter((f) => !taken.has(f));
   if (missing.length > 0) {
     throw badRequest(`the header has no column for ${missing.join(", ")}`, {
       field: "header",
@@ -162,19 +227,38 @@ function streamOf(body: CsvBody): ReadableStream<Uint8Array> {
   });
 }
 
+/** A cell of a participant field as the field takes it, or an issue (a date that does not fit the format). */
+function fieldValue(field: string, cell: string, format: DateFormat): { value: string } | { issue: string; kind: string } {
+  if (DATE_FIELDS.has(field)) {
+    const iso = isoDate(cell, format);
+    if (iso === undefined) {
+      const kind = `does not match date_format ${format.text}`;
+      return { issue: `${kind}${format.text === DEFAULT_DATE_FORMAT ? " (set date_format to read other dates)" : ""}`, kind };
+    }
+    return { value: iso };
+  }
+  if (field === "gender") return { value: genderOf(cell) };
+  // Spreadsheets capitalise; the API's status values are lower case.
+  if (field === "status") return { value: normaliseStatus(cell) };
+  return { value: cell };
+}
+
 /**
  * The participant rows of a CSV file for `instanceId`, read as it arrives;
  * file-level problems (a limit passed, no header, no lines) are a 400 or 413
- * for the whole file, raised at the line where they are found.
+ * for the whole file, raised at the line where they are found. Each row is
+ * numbered as a spreadsheet numbers it (the header is row 1).
  */
-export async function parseImport(body: CsvBody, instanceId: string): Promise<ParsedImport> {
-  let mapped: { columns: Array<ColumnMapping | undefined>; ignored: string[] } | undefined;
+export async function parseImport(body: CsvBody, instanceId: string, options: ReadOptions = {}): Promise<ParsedImport> {
+  const format = options.dateFormat ?? (parseDateFormat(DEFAULT_DATE_FORMAT) as DateFormat);
+  const values = options.mapping?.values ?? {};
+  let mapped: MappedHeader | undefined;
   const candidates: Candidate[] = [];
   const issues: RowIssue[] = [];
   let lines = 0;
-  for await (const { cells, line: at } of readCsv(streamOf(body), CSV_LIMITS, CSV_LIMIT_TEXT)) {
+  for await (const { cells, row: at } of readCsv(streamOf(body), CSV_LIMITS, CSV_LIMIT_TEXT)) {
     if (!mapped) {
-      mapped = mapHeader(cells);
+      mapped = mapHeader(cells, options);
       continue;
     }
     // Rows a spreadsheet leaves behind with every cell empty are not participants.
@@ -198,20 +282,41 @@ export async function parseImport(body: CsvBody, instanceId: string): Promise<Pa
     }
     const input: Record<string, string> = { instance_id: instanceId };
     const names: Partial<Record<NamedReference, string>> = {};
+    const raw: Record<string, string> = {};
+    let care: Record<string, string> | undefined;
     columns.forEach((mapping, i) => {
-      const cell = unneutralise((cells[i] ?? "").trim());
-      if (!mapping || cell === "") return;
-      if ((NAMED_REFERENCES as readonly string[]).includes(mapping.field)) names[mapping.field as NamedReference] = cell;
-      // Spreadsheets capitalise; the API's status values are lower case.
-      else input[mapping.field] = mapping.field === "status" ? cell.toLowerCase() : cell;
+      if (!mapping) return;
+      const field = mapping.field;
+      const cell = mappedValue(values[field], unneutralise((cells[i] ?? "").trim())).trim();
+      if (cell === "") return;
+      if (isCareColumn(field)) {
+        care ??= {};
+        care[field] = cell;
+        return;
+      }
+      raw[field] = cell;
+      if ((NAMED_REFERENCES as readonly string[]).includes(field)) {
+        names[field as NamedReference] = cell;
+        return;
+      }
+      const value = fieldValue(field, cell, format);
+      if ("issue" in value) issues.push({ at, field, issue: value.issue, kind: value.kind });
+      else input[field] = value.value;
     });
-    candidates.push({ at, input, names });
+    candidates.push({ at, input, names, raw, care });
   }
   if (!mapped) throw badRequest("the file is empty", { field: "body", issue: "is empty" });
   if (lines === 0) throw badRequest("the file has a header but no participant lines", { field: "body", issue: "has no lines" });
+  const columns = mapped.columns.filter((c): c is ColumnMapping => c !== undefined);
   return {
-    columns: mapped.columns.filter((c): c is ColumnMapping => c !== undefined),
+    columns,
     ignored: mapped.ignored,
+    suggestions: mapped.ignored.flatMap((column) => {
+      const found = suggestionsFor(normaliseHeader(column), KNOWN_NAMES);
+      return found.length > 0 ? [{ column, did_you_mean: found }] : [];
+    }),
+    careColumns: columns.filter((c) => isCareColumn(c.field)).map((c) => c.field),
+    lines,
     candidates,
     issues,
   };

@@ -29,6 +29,12 @@ export interface CsvRecord {
   cells: string[];
   /** The file's line where the record starts: the header is line 1, empty lines count. */
   line: number;
+  /**
+   * The record's row as a spreadsheet numbers it: the header is row 1, an
+   * empty line is a row, and a record is one row however many line breaks
+   * its quoted cells hold.
+   */
+  row: number;
 }
 
 /** Bytes, and lines, parsed in one go: what one uninterrupted stretch of parsing costs. */
@@ -203,10 +209,6 @@ async function* batchesOf(bytes: AsyncGenerator<Uint8Array>, delimiter: number, 
 
 type Parsed = { record: string[]; info: { lines: number } };
 
-/** Where a record starts: csv-parse counts lines to its end, and quoted cells may hold line breaks. */
-const startLine = (cells: string[], endLine: number) =>
-  endLine - cells.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
-
 function parseBatch(batch: Batch, delimiter: string): Parsed[] {
   try {
     return parse(batch.bytes as Buffer, {
@@ -262,10 +264,15 @@ export async function* readCsv(
     const delimiter = detectDelimiter(end === -1 ? headText : headText.slice(0, end));
     const turn = pacer();
     let count = 0;
+    /** Line breaks inside the quoted cells of the records so far: lines that are not rows. */
+    let inCells = 0;
     for await (const batch of batchesOf(replay(head, bytes), delimiter.charCodeAt(0), limits)) {
       const records = parseBatch(batch, delimiter);
       for (const { record, info } of records) {
-        const line = batch.firstLine - 1 + startLine(record, info.lines);
+        const breaks = record.reduce((n, cell) => n + (cell.match(/\n/g)?.length ?? 0), 0);
+        const line = batch.firstLine - 1 + info.lines - breaks;
+        const row = line - inCells;
+        inCells += breaks;
         if (++count > limits.records) {
           throw badRequest(`the file goes on past ${limits.records} lines; an import reads no further`, {
             field: "body",
@@ -273,7 +280,7 @@ export async function* readCsv(
             issue: `more than ${limits.records} lines`,
           });
         }
-        yield { cells: record, line };
+        yield { cells: record, line, row };
         await turn();
       }
       await turn();

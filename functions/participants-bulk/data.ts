@@ -265,3 +265,68 @@ export async function exportPageCsv(
     (piece) => onPiece(piece.csv),
   );
 }
+
+/** A live participant an upsert may update: its id and writable fields as the create schema reads them. */
+export type ExistingParticipant = CreateInput & { id: string };
+
+/** Every writable field as its text (dates as YYYY-MM-DD), so that a stored row compares with a file's cells. */
+const EXISTING_FIELDS = RECORD_COLUMNS.map((c) => (RECORD_TYPES[c] === "text" ? `p.${c}` : `p.${c}::text as ${c}`)).join(", ");
+
+/** The instance's live participants holding one of these user_ids: one lookup of the unique index per value. */
+export async function existingParticipants(sql: Sql, instanceId: string, userIds: string[]): Promise<ExistingParticipant[]> {
+  return sql.query<ExistingParticipant>(
+    `select ${EXISTING_FIELDS} from public.participants p
+     where p.instance_id = $1 and p.user_id = any($2::text[]) and p.deleted_at is null`,
+    [instanceId, userIds],
+  );
+}
+
+/** Columns an upsert may change (the instance and id stay). */
+const UPDATABLE = RECORD_COLUMNS.filter((c) => c !== "id" && c !== "instance_id");
+
+/**
+ * The changed fields of many participants in one statement: each row's
+ * `changes` holds only what changes, and every other column keeps its value
+ * (so the audit trail and the events see exactly those changes). Returns how
+ * many rows were updated.
+ */
+export async function updateParticipants(
+  sql: Sql,
+  rows: Array<{ id: string; changes: Record<string, unknown> }>,
+): Promise<number> {
+  if (rows.length === 0) return 0;
+  const sets = UPDATABLE.map(
+    (c) => `${c} = case when u.changes ? '${c}' then (u.changes ->> '${c}')::${RECORD_TYPES[c]} else p.${c} end`,
+  ).join(",\n      ");
+  const [row] = await sql.query<{ n: number }>(
+    `with u as (
+       update public.participants p set
+      ${sets}
+       from jsonb_to_recordset($1::jsonb) as u(id uuid, changes jsonb)
+       where p.id = u.id and p.deleted_at is null
+       returning 1)
+     select count(*)::int as n from u`,
+    [JSON.stringify(rows)],
+  );
+  return row?.n ?? 0;
+}
+
+/** A room an import puts participants into: where it is, its places, and who is there now. */
+export interface RoomPlaces {
+  room_id: string;
+  room_number: string;
+  block_name: string;
+  capacity: number | null;
+  occupancy: number;
+}
+
+export async function roomPlaces(sql: Sql, roomIds: string[]): Promise<RoomPlaces[]> {
+  if (roomIds.length === 0) return [];
+  return sql.query<RoomPlaces>(
+    `select r.id as room_id, r.room_number, b.name as block_name, r.capacity,
+            (select count(*) from public.participants p where p.room_id = r.id and p.deleted_at is null)::int as occupancy
+     from public.rooms r join public.blocks b on b.id = r.block_id
+     where r.id = any($1::uuid[]) and r.deleted_at is null and r.capacity is not null`,
+    [roomIds],
+  );
+}

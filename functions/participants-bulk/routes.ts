@@ -4,7 +4,7 @@ import type { BodyRule } from "../http/body-policy.ts";
 import { locate, ok, okOfJson } from "../http/envelope.ts";
 import { dataOf, json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
-import { relyOnAdminRole } from "../http/replay-rules.ts";
+import { relyOnAdminRole, relyOnCareAccess } from "../http/replay-rules.ts";
 import { Participant } from "../participants/schemas.ts";
 import {
   capacityConflict,
@@ -12,10 +12,12 @@ import {
   overrideCapacity as overrideCapacity_,
   roomOverflows,
 } from "../rooms/capacity.ts";
+import { isCareColumn } from "./care-columns.ts";
 import { failingRows, insertPrepared, prepareRows } from "./create-many.ts";
 import { exportCsv } from "./csv-export.ts";
 import { CSV_LIMIT_TEXT, MAX_IMPORT_BYTES } from "./csv-import.ts";
 import { importParticipants } from "./import.ts";
+import { parseMapping } from "./import-options.ts";
 import { BulkBody, ExportQuery, ImportQuery, ImportReport, MAX_BULK } from "./schemas.ts";
 
 /**
@@ -91,9 +93,14 @@ const importRoute = createRoute(
       "A text/csv body (UTF-8, with or without BOM; at most 10 MB and 20,000 participant lines; a line holds at " +
       "most 256 cells and 64 KB, and the file at most 40,001 lines with blank ones). Read as it arrives: the first " +
       "line past a limit ends the reading with a 400 naming it (413 past 10 MB). Columns are matched by field " +
-      "name or alias; supergroup, subgroup, block and room may be given by name. 201 with a report when every line " +
-      "is good, 200 for a dry run; otherwise 400 listing the rejected lines' problems as {line, column, field, issue} " +
-      "(the first 1,000, in line order).",
+      "name or alias (or by `mapping`); supergroup, subgroup, block and room may be given by name; dates are read " +
+      "in `date_format`; M/F, yes/no and the like need no mapping. Safeguarding columns (contact_N_*, allergies, " +
+      "dietary_requirements, medical_conditions, consent_*) need care write access and the key's care scope (403 " +
+      "naming them otherwise, nothing imported). 201 with a report (created, updated, unchanged, each line's " +
+      "outcome) when every line is good, 200 for a dry run; otherwise 400 (409 when the only problem is rooms over " +
+      "capacity) whose details hold a summary per column and problem ({field, column, issue, count, samples}), each " +
+      "room over capacity (with block_name and lines), then every problem as {line, column, field, issue} (the " +
+      "first 1,000, in line order). Lines are numbered as a spreadsheet numbers rows (header = 1).",
     tags,
     request: {
       query: ImportQuery,
@@ -148,7 +155,7 @@ participantBulkRoutes
     }) as never;
   })
   .openapi(importRoute, async (c) => {
-    const { instance_id, dry_run, override_capacity } = c.req.valid("query");
+    const { instance_id, dry_run, override_capacity, mode, date_format, mapping } = c.req.valid("query");
     if (override_capacity) relyOnAdminRole(c);
     const charset = /charset=([^;]+)/i
       .exec(c.req.header("content-type") ?? "")?.[1]
@@ -162,8 +169,13 @@ participantBulkRoutes
       body,
       instanceId: instance_id,
       dryRun: dry_run,
+      mode,
+      dateFormat: date_format,
+      mapping: mapping === undefined ? undefined : parseMapping(mapping, "mapping"),
       overrideCapacity: override_capacity,
     });
+    // A stored answer of an import of safeguarding columns is replayed only to a caller who still may write them.
+    if (report.columns.some((column) => isCareColumn(column.field))) relyOnCareAccess(c);
     if (dry_run) return ok(c, report, 200);
     locate(c, `/api/v1/participants?instance_id=${instance_id}`);
     return ok(c, report, 201);

@@ -44,15 +44,22 @@ export const userKey = (instanceId: string, userId: string) => `${instanceId} ${
 /** Names compare as the unique indexes compare them: trimmed, case-insensitive (and in one Unicode form). */
 const fold = (name: string) => name.normalize("NFC").trim().toLowerCase();
 
-export function checkRows(rows: ValidRow[], lookup: Lookup, label: "row" | "line"): { issues: RowIssue[]; ready: CreateInput[] } {
+export function checkRows(
+  rows: ValidRow[],
+  lookup: Lookup,
+  label: "row" | "line",
+): { issues: RowIssue[]; ready: CreateInput[]; readyAt: number[]; placed: Array<{ at: number; data: CreateInput }> } {
   const byId = new Map(lookup.structure.map((r) => [r.id, r]));
   const seen = new Map<string, number>();
   const issues: RowIssue[] = [];
   const ready: CreateInput[] = [];
+  const readyAt: number[] = [];
+  /** Every row as resolved, good or not: where each would go once fixed. */
+  const placed: Array<{ at: number; data: CreateInput }> = [];
 
   for (const row of rows) {
     const before = issues.length;
-    const report = (field: string, issue: string) => issues.push({ at: row.at, field, issue });
+    const report = (field: string, issue: string, kind?: string) => issues.push({ at: row.at, field, issue, kind });
     const data: CreateInput = { ...row.data };
     const instance = lookup.instances.get(data.instance_id);
     if (!instance) report("instance_id", "does not exist");
@@ -64,7 +71,7 @@ export function checkRows(rows: ValidRow[], lookup: Lookup, label: "row" | "line
       if (named !== undefined) {
         const found = resolveName(lookup.structure, ref, data.instance_id, named, parentId ?? undefined);
         if (typeof found === "string") {
-          report(ref.name, found);
+          report(ref.name, found, found.replace(/called '.*'(?= in)/, "of that name").replace(/are called '.*'/, "share a name"));
           continue;
         }
         if (data[ref.field] && data[ref.field] !== found.id) {
@@ -93,14 +100,21 @@ export function checkRows(rows: ValidRow[], lookup: Lookup, label: "row" | "line
     }
 
     const key = userKey(data.instance_id, data.user_id);
-    const first = seen.get(key);
-    if (first !== undefined) report("user_id", `is used twice in this batch (also ${label} ${first})`);
-    else seen.set(key, row.at);
-    if (lookup.taken.has(key)) report("user_id", "is already used by a participant of this instance");
+    if (!row.noUserId) {
+      const first = seen.get(key);
+      if (first !== undefined)
+        report("user_id", `is used twice in this batch (also ${label} ${first})`, "is used twice in this batch");
+      else seen.set(key, row.at);
+      if (lookup.taken.has(key)) report("user_id", "is already used by a participant of this instance");
+    }
 
-    if (issues.length === before) ready.push(data);
+    if (!row.noUserId) placed.push({ at: row.at, data });
+    if (issues.length === before && !row.failed) {
+      ready.push(data);
+      readyAt.push(row.at);
+    }
   }
-  return { issues, ready };
+  return { issues, ready, readyAt, placed };
 }
 
 /**

@@ -1,7 +1,8 @@
 import { z } from "@hono/zod-openapi";
 import { ListQuery } from "../participants/schemas.ts";
-import { idField } from "../resources/fields.ts";
+import { cleanText, idField } from "../resources/fields.ts";
 import { overrideCapacityParam } from "../rooms/capacity.ts";
+import { MAX_MAPPING_CHARS } from "./import-options.ts";
 
 /** The bulk routes' contract: request and response shapes beyond the participant's own. */
 
@@ -35,14 +36,47 @@ export const ImportQuery = z.object({
     .enum(["true", "false", "1", "0"], { error: "must be true or false" })
     .optional()
     .transform((v) => v === "true" || v === "1"),
+  mode: z
+    .enum(["create", "upsert"], { error: "must be create or upsert" })
+    .optional()
+    .openapi({
+      description:
+        "create (the default): every line is a new participant, a user_id already in the instance is a problem. " +
+        "upsert: a line whose user_id a live participant of the instance holds updates it (only the fields its " +
+        "non-empty cells hold; the others stay as they are), the other lines create participants.",
+    }),
+  date_format: cleanText().max(20).optional().openapi({
+    description:
+      "How the file writes dates: YYYY-MM-DD (the default), DD/MM/YYYY, MM/DD/YYYY, with `-`, `/` or `.`; leading zeros optional.",
+    example: "DD/MM/YYYY",
+  }),
+  mapping: cleanText()
+    .max(MAX_MAPPING_CHARS)
+    .optional()
+    .openapi({
+      description:
+        'A JSON object (URL-encoded): `{"columns": {"Registration ID": "user_id", "Notes": null}, "values": {"gender": {"Boy": "Male"}}}`. ' +
+        "columns sends a column to a field (null: leave it out); values replaces a field's cell values (matched ignoring case).",
+    }),
   override_capacity: overrideCapacityParam,
 });
+
+const Outcome = z.enum(["created", "updated", "unchanged"]);
 
 export const ImportReport = z.object({
   instance_id: z.string().uuid(),
   dry_run: z.boolean(),
+  mode: z.enum(["create", "upsert"]),
   lines: z.number().int(),
   created: z.number().int(),
+  updated: z.number().int(),
+  unchanged: z.number().int(),
   columns: z.array(z.object({ column: z.string(), field: z.string() })),
   ignored_columns: z.array(z.string()),
+  column_suggestions: z
+    .array(z.object({ column: z.string(), did_you_mean: z.array(z.string()) }))
+    .openapi({ description: "Ignored columns whose names are close to a field's, with the fields they may have meant" }),
+  outcomes: z
+    .array(z.object({ line: z.number().int(), user_id: z.string(), outcome: Outcome }))
+    .openapi({ description: "Each line's outcome (on a dry run, what it would be), in line order" }),
 });
