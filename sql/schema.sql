@@ -836,6 +836,59 @@ alter function private.care_contacts(p_participant uuid, p_include_deleted boole
 revoke all on function private.care_contacts(p_participant uuid, p_include_deleted boolean) from public;
 grant execute on function private.care_contacts(p_participant uuid, p_include_deleted boolean) to camp_api;
 
+CREATE OR REPLACE FUNCTION private.care_export_cells(p_participant uuid)
+ RETURNS text[]
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_cells text[] := '{}';
+  v_contact public.participant_contacts;
+  v_care public.participant_care;
+  v_n int := 0;
+begin
+  if private.care_access() = 'none' then
+    raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
+      using errcode = 'CA403';
+  end if;
+  -- What the export reads, as the care routes record their reads of the same records.
+  perform private.audit_care_read('contacts', p_participant);
+  perform private.audit_care_read('care_record', p_participant);
+  perform private.audit_care_read('consents', p_participant);
+  for v_contact in
+    select c.* from public.participant_contacts c
+    where c.participant_id = p_participant and c.deleted_at is null
+    order by c.emergency_order, c.created_at, c.id
+    limit 3
+  loop
+    v_n := v_n + 1;
+    v_cells := v_cells || array[v_contact.name, v_contact.relationship, v_contact.phone, v_contact.email,
+      case when v_contact.emergency then 'yes' else 'no' end, case when v_contact.authorised_pickup then 'yes' else 'no' end];
+  end loop;
+  while v_n < 3 loop
+    v_n := v_n + 1;
+    v_cells := v_cells || array[null, null, null, null, null, null]::text[];
+  end loop;
+  select r.* into v_care from public.participant_care r where r.id = p_participant;
+  v_cells := v_cells || array[
+    (select string_agg((a ->> 'name') || ':' || (a ->> 'severity'), '; ' order by n)
+       from jsonb_array_elements(coalesce(v_care.allergies, '[]'::jsonb)) with ordinality as x(a, n)),
+    v_care.dietary_requirements,
+    v_care.medical_conditions];
+  v_cells := v_cells || array(
+    select coalesce((select c.status from public.participant_consents c
+                     where c.participant_id = p_participant and c.kind = k.kind
+                     order by c.seq desc limit 1), 'unknown')
+    from unnest(array['photo', 'emergency_medical_treatment']) with ordinality as k(kind, n)
+    order by k.n);
+  return v_cells;
+end
+$function$;
+alter function private.care_export_cells(p_participant uuid) owner to camp_care;
+revoke all on function private.care_export_cells(p_participant uuid) from public;
+grant execute on function private.care_export_cells(p_participant uuid) to camp_api;
+
 CREATE OR REPLACE FUNCTION private.care_gate(p_participant uuid, p_need text)
  RETURNS void
  LANGUAGE plpgsql
@@ -874,6 +927,96 @@ end
 $function$;
 revoke all on function private.care_gate(p_participant uuid, p_need text) from public;
 grant execute on function private.care_gate(p_participant uuid, p_need text) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.care_import(p_rows jsonb, p_write boolean)
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_row jsonb;
+  v_participant uuid;
+  v_contact jsonb;
+  v_existing public.participant_contacts;
+  v_care public.participant_care;
+  v_diff jsonb;
+  v_differs boolean;
+  v_changed uuid[] := '{}';
+begin
+  if private.care_access() <> 'write' then
+    raise exception 'no write access to care data (needs care_access write, and for an API key its care and write scopes)'
+      using errcode = 'CA403';
+  end if;
+  for v_row in select value from jsonb_array_elements(p_rows) loop
+    v_participant := (v_row ->> 'participant_id')::uuid;
+    v_differs := false;
+
+    for v_contact in select value from jsonb_array_elements(coalesce(v_row -> 'contacts', '[]'::jsonb)) loop
+      select c.* into v_existing
+      from public.participant_contacts c
+      where c.participant_id = v_participant and c.deleted_at is null
+        and lower(btrim(c.name)) = lower(btrim(v_contact ->> 'name'))
+      order by c.created_at, c.id
+      limit 1;
+      if not found then
+        v_differs := true;
+        if p_write then
+          perform private.care_contact_create(v_participant, v_contact);
+        end if;
+      else
+        select coalesce(jsonb_object_agg(f.key, f.value), '{}'::jsonb) into v_diff
+        from jsonb_each(v_contact) f
+        where f.key <> 'name' and f.value is distinct from to_jsonb(v_existing) -> f.key;
+        if v_diff <> '{}'::jsonb then
+          v_differs := true;
+          if p_write then
+            perform private.care_contact_update(v_participant, v_existing.id, v_diff, null);
+          end if;
+        end if;
+      end if;
+    end loop;
+
+    if v_row ? 'care' then
+      select r.* into v_care from public.participant_care r where r.id = v_participant;
+      select coalesce(jsonb_object_agg(f.key, f.value), '{}'::jsonb) into v_diff
+      from jsonb_each(v_row -> 'care') f
+      where f.value is distinct from coalesce(to_jsonb(v_care) -> f.key,
+                                              case when f.key in ('allergies', 'medications') then '[]'::jsonb else 'null'::jsonb end);
+      if v_diff <> '{}'::jsonb then
+        v_differs := true;
+        if p_write then
+          perform private.care_record_write(v_participant, v_diff, false, null);
+        end if;
+      end if;
+    end if;
+
+    if v_row ? 'consents' then
+      select coalesce(jsonb_object_agg(k.key, k.value), '{}'::jsonb) into v_diff
+      from jsonb_each(v_row -> 'consents') k
+      where k.key in ('photo', 'emergency_medical_treatment')
+        and (k.value #>> '{}') is distinct from coalesce((
+          select c.status from public.participant_consents c
+          where c.participant_id = v_participant and c.kind = k.key
+          order by c.seq desc limit 1), 'unknown');
+      if v_diff <> '{}'::jsonb then
+        v_differs := true;
+        if p_write then
+          perform private.care_consents_record(v_participant, v_diff);
+        end if;
+      end if;
+    end if;
+
+    if v_differs then
+      v_changed := v_changed || v_participant;
+    end if;
+  end loop;
+  return v_changed;
+end
+$function$;
+alter function private.care_import(p_rows jsonb, p_write boolean) owner to camp_care;
+revoke all on function private.care_import(p_rows jsonb, p_write boolean) from public;
+grant execute on function private.care_import(p_rows jsonb, p_write boolean) to camp_api;
 
 CREATE OR REPLACE FUNCTION private.care_record(p_participant uuid)
  RETURNS jsonb

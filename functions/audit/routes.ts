@@ -13,10 +13,10 @@ const ACTIONS = ["create", "update", "delete", "erase", "read"] as const;
 /**
  * Events about care data (private.is_care_resource): writes of contacts, care
  * records and consents, with values, and reads (contacts, care_record,
- * consents, care_flag, care_export; the resource is the participant). The database shows
+ * consents, care_flag; the resource is the participant). The database shows
  * them only to a caller with care access.
  */
-const CARE_RESOURCES = ["contact", "care_record", "consent", "contacts", "consents", "care_flag", "care_export"] as const;
+const CARE_RESOURCES = ["contact", "care_record", "consent", "contacts", "consents", "care_flag"] as const;
 
 const AuditEvent = z
   .object({

@@ -10,7 +10,7 @@
 -- in one call, what differs from what is stored, so that an unchanged line
 -- writes nothing (no audit event); it returns which participants differ,
 -- never a value. private.care_export_cells is the export's read, recorded in
--- the audit trail as a read of each exported participant.
+-- the audit trail as the care routes record reads, for each exported participant.
 -- =============================================================================
 
 -- p_rows: [{participant_id, contacts: [contact fields], care: {fields}, consents: {kind: status}}],
@@ -106,7 +106,8 @@ $$;
 -- The export's care columns of one participant, in the order of the import's
 -- columns: three contacts (emergency ones first, as listed) of six cells each,
 -- allergies as `name:severity; …`, dietary requirements, medical conditions,
--- and the two consents' current answers. Recorded as a read (care_export).
+-- and the two consents' current answers. Recorded as reads of the contacts,
+-- the care record and the consents.
 create function private.care_export_cells(p_participant uuid) returns text[]
   language plpgsql
   security definer
@@ -122,7 +123,10 @@ begin
     raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
       using errcode = 'CA403';
   end if;
-  perform private.audit_care_read('care_export', p_participant);
+  -- What the export reads, as the care routes record their reads of the same records.
+  perform private.audit_care_read('contacts', p_participant);
+  perform private.audit_care_read('care_record', p_participant);
+  perform private.audit_care_read('consents', p_participant);
   for v_contact in
     select c.* from public.participant_contacts c
     where c.participant_id = p_participant and c.deleted_at is null
@@ -164,13 +168,4 @@ begin
     execute format('grant execute on function %s to camp_api', f);
   end loop;
 end
-$$;
-
--- A read of the export's care columns is a care resource's event (seen only with care access).
-create or replace function private.is_care_resource(p_type text) returns boolean
-  language sql
-  immutable
-  set search_path = ''
-as $$
-  select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag', 'care_export')
 $$;
