@@ -1,4 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
+import { parseScopes, SCOPES, type Scope } from "../functions/api-keys/scopes.ts";
 import { loadConfig } from "../functions/config.ts";
 import { Database } from "../functions/db/database.ts";
 import { RETENTION_DAYS } from "../functions/events/feed.ts";
@@ -15,8 +16,8 @@ import {
   listReportingRoles,
   revokeReportingRole,
 } from "../functions/reporting/roles.ts";
-import { isUuid } from "../functions/resources/fields.ts";
-import { addUser, createTenant, issueKeyFor, type Role, resolveUser } from "../functions/tenants/provisioning.ts";
+import { isUuid, requiredText } from "../functions/resources/fields.ts";
+import { addUser, createTenant, issueKeyFor, listTenants, type Role, resolveUser } from "../functions/tenants/provisioning.ts";
 import { configureLogging } from "../node/logging.ts";
 import { resolveDatabase, say } from "../node/runtime.ts";
 import { type IssueAllOptions, issueAll } from "./issue-all.ts";
@@ -47,6 +48,27 @@ function email(value: string): string {
 function role(value: string): Role {
   if (value !== "admin" && value !== "staff") throw new InvalidArgumentError("must be admin or staff");
   return value;
+}
+
+/** A key's name, checked as the API checks it. */
+function keyName(value: string): string {
+  const parsed = requiredText(100).safeParse(value);
+  if (!parsed.success) throw new InvalidArgumentError(parsed.error.issues[0]?.message ?? "is not a key name");
+  return parsed.data;
+}
+
+function scopes(value: string): Scope[] {
+  const parsed = parseScopes(value);
+  if ("error" in parsed) throw new InvalidArgumentError(parsed.error);
+  return parsed.scopes;
+}
+
+/** `--expires`: an ISO date or timestamp, or a number of days from now; always in the future. */
+function expiry(value: string): Date {
+  const days = /^([0-9]{1,5})d$/.exec(value);
+  const when = days ? new Date(Date.now() + Number(days[1]) * 86_400_000) : new Date(isoDate(value));
+  if (!(when.getTime() > Date.now())) throw new InvalidArgumentError("must be in the future");
+  return when;
 }
 
 function wholeNumber(value: string): number {
@@ -113,6 +135,11 @@ export function buildProgram(): Command {
       withDatabase(async (db) => print(await createTenant(db, name, options.admin))),
     );
 
+  tenant
+    .command("list")
+    .description("list the tenants, oldest first; prints one JSON line {tenant_id, name, created_at, users, admins} per tenant")
+    .action(() => withDatabase(async (db) => (await listTenants(db)).forEach(print)));
+
   const user = program.command("user").description("manage users");
   user
     .command("add <email>")
@@ -126,15 +153,41 @@ export function buildProgram(): Command {
   const keys = program.command("keys").description("manage API keys");
   keys
     .command("issue <email>")
-    .description("issue a key for one user; prints {email, api_key}")
+    .description(
+      "issue a key for one user: the first, or with --name a further one beside the others; prints {email, tenant_id, key_id, name, scopes, expires_at, api_key}",
+    )
     .option("--tenant <tenant_id>", "the tenant, when the e-mail is a user of several", uuid)
-    .option("--replace", "revoke the user's live key first (a lost key), in the same transaction")
-    .action((address: string, options: { tenant?: string; replace?: boolean }) =>
-      withDatabase(async (db) => {
-        const target = await resolveUser(db, address, options.tenant);
-        const { key } = await issueKeyFor(db, target, { replace: options.replace });
-        print({ email: target.email, tenant_id: target.tenant_id, api_key: key });
-      }),
+    .option("--name <name>", "what the key is for; unique among the user's live keys (a further key needs one)", keyName)
+    .option("--scopes <list>", `comma-separated, from ${SCOPES.join(", ")}; must include read (default read,write)`, scopes)
+    .option("--expires <when>", "an ISO date or timestamp in the future, or a number of days (90d); default never", expiry)
+    .option(
+      "--replace",
+      "replace the user's live key (the one named by --name, or the only one) by a new one with its name, scopes and expiry, in one transaction",
+    )
+    .action(
+      (address: string, options: { tenant?: string; name?: string; scopes?: Scope[]; expires?: Date; replace?: boolean }) => {
+        if (options.replace && (options.scopes || options.expires)) {
+          throw new Error("--replace keeps the key's scopes and expiry: leave out --scopes and --expires");
+        }
+        return withDatabase(async (db) => {
+          const target = await resolveUser(db, address, options.tenant);
+          const issued = await issueKeyFor(db, target, {
+            replace: options.replace,
+            name: options.name,
+            scopes: options.scopes,
+            expiresAt: options.expires,
+          });
+          print({
+            email: target.email,
+            tenant_id: target.tenant_id,
+            key_id: issued.id,
+            name: issued.name,
+            scopes: issued.scopes,
+            expires_at: issued.expires_at,
+            api_key: issued.key,
+          });
+        });
+      },
     );
 
   keys

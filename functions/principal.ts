@@ -1,3 +1,5 @@
+import type { Scope } from "./api-keys/scopes.ts";
+
 /** A user's role within their tenant (users.role's check constraint holds the same two). */
 export type Role = "admin" | "staff";
 
@@ -16,7 +18,7 @@ export interface Principal {
    * allows. `care` is checked by the database itself (private.care_access),
    * never from this field.
    */
-  scopes: Array<"read" | "write" | "care">;
+  scopes: Scope[];
   /** The request's id (the server's own), which the audit trail records with every change. */
   requestId?: string;
   /** The client's own X-Request-Id, recorded beside it as client_request_id. */

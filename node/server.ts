@@ -4,7 +4,7 @@ import { Database, logConnectionError } from "../functions/db/database.ts";
 import { describeError, log } from "../functions/log.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
-import { createTenant } from "../functions/tenants/provisioning.ts";
+import { createDemoTenant } from "../functions/tenants/provisioning.ts";
 import { listen } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
 import type { FilePhotoStore } from "./photo-files.ts";
@@ -23,7 +23,7 @@ const DEMO_ADMIN = "admin@demo.camp";
 async function createDemoTenantOnce(db: Database, port: number) {
   const [row] = await db.query<{ n: number }>("select count(*)::int as n from public.tenants");
   if (row && row.n > 0) return;
-  const demo = await createTenant(db, "Demo camps", DEMO_ADMIN);
+  const demo = await createDemoTenant(db, DEMO_ADMIN);
   say("");
   say(`Created a demo tenant with admin ${DEMO_ADMIN}. Its API key (shown only now):`);
   say(`  ${demo.api_key}`);

@@ -2,30 +2,26 @@ import { createRoute, z } from "@hono/zod-openapi";
 import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
 import type { Sql } from "../db/sql.ts";
-import { conflict, notFound, unauthorized } from "../errors.ts";
+import { badRequest, conflict, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
-import { answerHoldsSecret, requireAdmin } from "../http/replay-rules.ts";
+import { answerHoldsSecret, isAdminOutsidePost, requireAdmin } from "../http/replay-rules.ts";
 import type { Principal } from "../principal.ts";
-import { idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
-import { activeKeyOf, findUserByEmail, issueKey, keyById, listKeys, replaceKey, revokeKey } from "./data.ts";
-
-/** Stored in this order (api_keys_scopes_check). */
-const SCOPE_ORDER = ["read", "write", "care"] as const;
-
-const Scopes = z
-  .array(z.enum(SCOPE_ORDER))
-  .min(1)
-  .max(3)
-  .refine((scopes) => new Set(scopes).size === scopes.length, "must not repeat a scope")
-  .refine((scopes) => scopes.includes("read"), 'must include "read"')
-  .transform((scopes) => SCOPE_ORDER.filter((scope) => scopes.includes(scope)))
-  .openapi({
-    description:
-      '["read"] (GET and HEAD only) or ["read", "write"] (everything the user\'s role allows), each optionally with "care": the user\'s care access to contacts, care records and consents (a key without it reaches none, whatever its user may)',
-    example: ["read", "write", "care"],
-  });
+import { idField, idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
+import {
+  findUserByEmail,
+  findUserById,
+  issueFirstKey,
+  issueKey,
+  type KeyRecord as KeyRecordRow,
+  keyById,
+  listKeys,
+  liveKeysOf,
+  replaceKey,
+  revokeKey,
+} from "./data.ts";
+import { SCOPES, scopeList } from "./scopes.ts";
 
 const KeyRecord = z
   .object({
@@ -33,7 +29,7 @@ const KeyRecord = z
     user_id: z.string().uuid(),
     email: z.string(),
     name: z.string().nullable(),
-    scopes: z.array(z.enum(SCOPE_ORDER)),
+    scopes: z.array(z.enum(SCOPES)),
     key_prefix: z.string().openapi({ example: "camp_Ab3dE9fG" }),
     created_at: z.string().datetime(),
     last_used_at: z.string().datetime().nullable(),
@@ -55,7 +51,22 @@ const GenerateBody = z.strictObject({
     .optional()
     .openapi({ description: "Optional expiry (ISO 8601). Keys do not expire unless this is given." }),
   name: requiredText(100).optional().openapi({ description: "What the key is for, e.g. the script that uses it" }),
-  scopes: Scopes.optional().openapi({ description: 'Default ["read", "write"]: everything the user\'s role allows' }),
+  scopes: scopeList().optional().openapi({ description: 'Default ["read", "write"]: everything the user\'s role allows' }),
+});
+
+const CreateBody = z.strictObject({
+  email: z.string().trim().min(3).max(320).email().optional().openapi({ description: "The key's user; or user_id" }),
+  user_id: idField().optional().openapi({ description: "The key's user; or email" }),
+  name: requiredText(100).openapi({
+    description: "What the key is for, e.g. the script that uses it; unique among the user's live keys (case-insensitive)",
+  }),
+  scopes: scopeList(),
+  expires_at: z
+    .string()
+    .datetime({ offset: true })
+    .refine((v) => Date.parse(v) > Date.now(), "must be in the future")
+    .optional()
+    .openapi({ description: "Optional expiry (ISO 8601). Keys do not expire unless this is given." }),
 });
 
 const ListQuery = z.object({
@@ -74,15 +85,38 @@ const ListQuery = z.object({
 
 const KeyId = z.object({ id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }) });
 
-/** Only admins manage other people's keys. */
-const adminOnly = (c: Context<AppEnv>) => requireAdmin(c, "only an admin can list or revoke the tenant's keys");
+/**
+ * Who may issue a key for this user: an admin for anyone of the tenant; anyone
+ * else for themselves, and only on the strength of an identity-provider token
+ * (a leaked key must not be able to mint keys that outlive its revocation).
+ */
+function mayIssueFor(c: Context<AppEnv>, user: { email?: string; user_id?: string }): void {
+  const principal = c.get("principal");
+  const self =
+    user.email !== undefined ? principal.email.toLowerCase() === user.email.toLowerCase() : principal.userId === user.user_id;
+  if (!(principal.via === "bearer" && self)) requireAdmin(c, "only an admin can issue keys for other users");
+}
 
-/** The caller's own key: the one it authenticated with, or (for a Bearer token) its live key. */
-async function currentKeyId(sql: Sql, principal: Principal): Promise<string> {
-  if (principal.keyId) return principal.keyId;
-  const key = await activeKeyOf(sql, principal.userId);
-  if (!key) throw notFound("API key");
-  return key.id;
+/**
+ * The caller's own key: the one it authenticated with, or for a Bearer token
+ * its live key. A Bearer caller holding several names none of them: 409, as
+ * acting on one of them at random (revoking it, say) would surprise.
+ */
+async function currentKey(sql: Sql, principal: Principal): Promise<KeyRecordRow> {
+  if (principal.keyId) {
+    const key = await keyById(sql, principal.keyId);
+    if (!key) throw notFound("API key");
+    return key;
+  }
+  const live = await liveKeysOf(sql, principal.userId);
+  if (live.length === 0) throw notFound("API key");
+  if (live.length > 1) {
+    throw conflict(
+      `${principal.email} holds ${live.length} live API keys and a Bearer token names none of them: call with the key itself, or use GET or DELETE /api/v1/api-keys/{id} (GET /api/v1/api-keys lists them)`,
+      { field: "Authorization", issue: "names no single API key" },
+    );
+  }
+  return live[0] as KeyRecordRow;
 }
 
 const tags = ["api-keys"];
@@ -94,21 +128,35 @@ const generate = createRoute(
     path: "/generate",
     summary: "Issue a key for a user",
     description:
-      "Issues a key for a user of the tenant: an admin for anyone, anyone else for themselves with a Bearer token. The secret is in this answer only. 409 while the user has a live key.",
+      "Issues a user's first key: an admin for anyone of the tenant, anyone else for themselves with a Bearer token. The secret is in this answer only. 409 while the user has a live key (its message names the ways out: `regenerate`, or a further named key with `POST /api-keys`).",
     tags,
     request: { body: { content: { "application/json": { schema: GenerateBody } }, required: true } },
     responses: { 201: json(dataOf(IssuedKey), "The new key, shown once") },
   }),
 );
 
+const create = createRoute(
+  operation({
+    errors: [403, 404, 409],
+    method: "post",
+    path: "/",
+    summary: "Issue a named key for a user",
+    description:
+      "Issues a further key for a user of the tenant (named by `email` or `user_id`), beside any it holds: an admin for anyone, anyone else for themselves with a Bearer token. Each key has its own name (unique among the user's live keys, else 409), scopes and expiry; a user holds at most 50 live keys (409 beyond). The secret is in this answer only.",
+    tags,
+    request: { body: { content: { "application/json": { schema: CreateBody } }, required: true } },
+    responses: { 201: json(dataOf(IssuedKey), "The new key, shown once") },
+  }),
+);
+
 const myKey = createRoute(
   operation({
-    errors: [404],
+    errors: [404, 409],
     method: "get",
     path: "/my-key",
     summary: "Get the caller's current key",
     description:
-      "The key the caller authenticated with (for a Bearer token, the user's live key); never the secret. 404 when there is none.",
+      "The key the caller authenticated with (for a Bearer token, the user's live key); never the secret. 404 when there is none; 409 for a Bearer caller holding several (the token names none of them).",
     tags,
     responses: { 200: json(dataOf(KeyRecord), "The key record") },
   }),
@@ -129,11 +177,11 @@ const byId = createRoute(
 
 const listRoute = createRoute(
   operation({
-    errors: [403],
     method: "get",
     path: "/",
-    summary: "List the tenant's keys (admins)",
-    description: "Every key of the tenant, newest first, never a secret; filter by user_id or live. Admins only.",
+    summary: "List keys",
+    description:
+      "Every key of the tenant for an admin, the caller's own keys for anyone else; newest first, with their names, never a secret. Filter by user_id or live.",
     tags,
     request: { query: ListQuery },
     responses: { 200: json(listOf(KeyRecord), "A page of key records") },
@@ -145,9 +193,9 @@ const revokeById = createRoute(
     errors: [403, 404, 409],
     method: "delete",
     path: "/{id}",
-    summary: "Revoke a key of the tenant (admins)",
+    summary: "Revoke one key",
     description:
-      "Revokes any key of the tenant; it is refused on the very next request by every server process. 409 when it is already revoked. Admins only.",
+      "Revokes one key, leaving the user's others live: an admin any key of the tenant, anyone else their own (anyone else's is 404). It is refused on the very next request by every server process. 409 when it is already revoked.",
     tags,
     request: { params: KeyId },
     responses: { 200: json(MessageSchema, "Revoked") },
@@ -156,7 +204,7 @@ const revokeById = createRoute(
 
 const regenerate = createRoute(
   operation({
-    errors: [404],
+    errors: [404, 409],
     method: "post",
     path: "/regenerate",
     summary: "Regenerate the caller's key",
@@ -169,7 +217,7 @@ const regenerate = createRoute(
 
 const revoke = createRoute(
   operation({
-    errors: [404],
+    errors: [404, 409],
     method: "delete",
     path: "/revoke",
     summary: "Revoke the caller's key",
@@ -183,13 +231,27 @@ const revoke = createRoute(
 export const apiKeyRoutes = newRouter()
   .openapi(generate, async (c) => {
     const { email, expires_at, name, scopes } = c.req.valid("json");
-    const principal = c.get("principal");
-    const self = principal.email.toLowerCase() === email.toLowerCase();
-    // An admin may issue for anyone in the tenant; anyone else only for
-    // themselves, and only on the strength of an identity-provider token.
-    if (!(principal.via === "bearer" && self)) requireAdmin(c, "only an admin can issue keys for other users");
+    mayIssueFor(c, { email });
     const issued = await c.get("tenant").run(async (sql) => {
       const user = await findUserByEmail(sql, email);
+      if (!user) throw notFound("user");
+      return issueFirstKey(sql, user, { expiresAt: expires_at ? new Date(expires_at) : null, name, scopes });
+    });
+    locate(c, `/api/v1/api-keys/${issued.id}`);
+    answerHoldsSecret(c);
+    return ok(c, issued, 201);
+  })
+  .openapi(create, async (c) => {
+    const { email, user_id, expires_at, name, scopes } = c.req.valid("json");
+    if ((email === undefined) === (user_id === undefined)) {
+      throw badRequest("name the key's user with exactly one of email and user_id", [
+        { field: "email", issue: "send exactly one of email and user_id" },
+        { field: "user_id", issue: "send exactly one of email and user_id" },
+      ]);
+    }
+    mayIssueFor(c, { email, user_id });
+    const issued = await c.get("tenant").run(async (sql) => {
+      const user = email !== undefined ? await findUserByEmail(sql, email) : await findUserById(sql, user_id as string);
       if (!user) throw notFound("user");
       return issueKey(sql, user.id, { expiresAt: expires_at ? new Date(expires_at) : null, name, scopes });
     });
@@ -199,12 +261,7 @@ export const apiKeyRoutes = newRouter()
   })
   .openapi(myKey, async (c) => {
     const principal = c.get("principal");
-    const tenant = c.get("tenant");
-    const record = await tenant.run((sql) =>
-      principal.keyId ? keyById(sql, principal.keyId) : activeKeyOf(sql, principal.userId),
-    );
-    if (!record) throw notFound("API key");
-    return ok(c, record);
+    return ok(c, await c.get("tenant").run((sql) => currentKey(sql, principal)));
   })
   .openapi(byId, async (c) => {
     const { id } = c.req.valid("param");
@@ -215,14 +272,14 @@ export const apiKeyRoutes = newRouter()
     return ok(c, record);
   })
   .openapi(listRoute, async (c) => {
-    adminOnly(c);
-    const page = await c.get("tenant").run((sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
+    const owner = isAdminOutsidePost(c) ? undefined : c.get("principal").userId;
+    const page = await c.get("tenant").run((sql) => listKeys(sql, { ...c.req.valid("query"), owner }), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(regenerate, async (c) => {
     const principal = c.get("principal");
     const issued = await c.get("tenant").run(async (sql) => {
-      const replaced = await replaceKey(sql, await currentKeyId(sql, principal));
+      const replaced = await replaceKey(sql, (await currentKey(sql, principal)).id);
       // A concurrent regenerate or revoke got there first: this key is no longer valid.
       if (!replaced) throw unauthorized("API key has been revoked");
       return replaced;
@@ -233,18 +290,19 @@ export const apiKeyRoutes = newRouter()
   .openapi(revoke, async (c) => {
     const principal = c.get("principal");
     await c.get("tenant").run(async (sql) => {
-      const keyId = await currentKeyId(sql, principal);
-      if (!(await revokeKey(sql, keyId))) throw unauthorized("API key has been revoked");
+      const key = await currentKey(sql, principal);
+      if (!(await revokeKey(sql, key.id))) throw unauthorized("API key has been revoked");
     });
     return message(c, "API key revoked");
   })
   // After /revoke, which /{id} would otherwise answer.
   .openapi(revokeById, async (c) => {
-    adminOnly(c);
     const { id } = c.req.valid("param");
+    const principal = c.get("principal");
     await c.get("tenant").run(async (sql) => {
       const key = isUuid(id) ? await keyById(sql, id) : undefined;
-      if (!key) throw notFound("API key");
+      // Someone else's key is as unknown to a non-admin as one of another tenant.
+      if (!key || (!isAdminOutsidePost(c) && key.user_id !== principal.userId)) throw notFound("API key");
       if (!(await revokeKey(sql, id))) throw conflict("this key is already revoked");
     });
     return message(c, "API key revoked");

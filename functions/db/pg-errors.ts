@@ -51,7 +51,6 @@ export function isUnavailable(error: unknown): boolean {
 const CONSTRAINTS: Record<string, FieldIssue> = {
   users_email_key: { field: "email", issue: "is already used by a user of this tenant" },
   users_auth_subject_key: { field: "auth_subject", issue: "is already linked to a user" },
-  api_keys_one_active_per_user: { field: "email", issue: "user already has an active API key" },
   supergroups_name_key: { field: "name", issue: "is already used by a supergroup of this instance" },
   subgroups_name_key: { field: "name", issue: "is already used by a subgroup of this supergroup" },
   blocks_name_key: { field: "name", issue: "is already used by a block of this instance" },

@@ -1,4 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { SCOPES, type Scope } from "../api-keys/scopes.ts";
 import type { Sql } from "../db/sql.ts";
 import { unauthorized } from "../errors.ts";
 import { ok } from "../http/envelope.ts";
@@ -34,7 +35,7 @@ const Me = z
             type: z.literal("api_key"),
             id: z.string().openapi({ format: "uuid" }),
             name: z.string().nullable(),
-            scopes: z.array(z.enum(["read", "write", "care"])).openapi({
+            scopes: z.array(z.enum(SCOPES)).openapi({
               description: '["read"] may only GET and HEAD; "care" reaches the care data the user may',
             }),
             expires_at: z.string().nullable().openapi({ format: "date-time" }),
@@ -44,7 +45,7 @@ const Me = z
           .object({
             type: z.literal("bearer"),
             subject: z.string().openapi({ description: "The token's `sub`, as the identity provider issued it" }),
-            scopes: z.array(z.enum(["read", "write", "care"])).openapi({
+            scopes: z.array(z.enum(SCOPES)).openapi({
               description: "A token may do all its user's role and care access allow",
             }),
           })
@@ -67,7 +68,7 @@ interface Row {
   key_id: string | null;
   key_name: string | null;
   care_access: "none" | "read" | "write";
-  key_scopes: Array<"read" | "write" | "care"> | null;
+  key_scopes: Scope[] | null;
   key_expires_at: Date | null;
 }
 

@@ -1,6 +1,7 @@
+import { HAS_LIVE_KEY } from "../api-keys/data.ts";
 import type { Database } from "../db/database.ts";
 import { isPgError } from "../db/pg-errors.ts";
-import { notFound } from "../errors.ts";
+import { ApiError, notFound } from "../errors.ts";
 import { issueKeyFor, type UserRef } from "./provisioning.ts";
 
 /**
@@ -30,15 +31,15 @@ export async function usersWithoutKey(db: Database, tenantId: string): Promise<U
 
 /**
  * Issues the user's key, or returns undefined when the user got a live key
- * since the list was read (another run, or the API: the one-active-key index
- * refuses the second) or was deactivated meanwhile (the database refuses
- * their key): that user is simply skipped.
+ * since the list was read (another run, or the API: a first key is refused,
+ * and rolled back, when the user has another) or was deactivated meanwhile
+ * (the database refuses their key): that user is simply skipped.
  */
 export async function issueMissingKey(db: Database, user: UserRef): Promise<string | undefined> {
   try {
     return (await issueKeyFor(db, user)).key;
   } catch (error) {
-    if (isPgError(error) && error.code === "23505" && error.constraint === "api_keys_one_active_per_user") return undefined;
+    if (error instanceof ApiError && error.details?.[0]?.issue === HAS_LIVE_KEY) return undefined;
     if (isPgError(error) && error.code === "CA409" && error.column === "email") return undefined;
     throw error;
   }

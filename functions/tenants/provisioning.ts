@@ -1,4 +1,5 @@
-import { activeKeyOf, issueKey, replaceKey } from "../api-keys/data.ts";
+import { issueFirstKey, issueKey, type KeyOptions, liveKeysOf, replaceKey } from "../api-keys/data.ts";
+import { SCOPES, type Scope } from "../api-keys/scopes.ts";
 import type { Database } from "../db/database.ts";
 import { badRequest, conflict, notFound } from "../errors.ts";
 import type { Role } from "../principal.ts";
@@ -36,14 +37,36 @@ export async function addUser(db: Database, tenantId: string, email: string, rol
   });
 }
 
-export async function createTenant(db: Database, name: string, adminEmail: string) {
+/** A tenant and its first admin, whose key has the given scopes (default read and write). */
+export async function createTenant(db: Database, name: string, adminEmail: string, options: { scopes?: Scope[] } = {}) {
   const tenant = await db.asOwner((sql) =>
     sql.one<{ id: string }>("insert into public.tenants (name) values ($1) returning id", [name.trim()]),
   );
   const tenantId = (tenant as { id: string }).id;
   const admin = await addUser(db, tenantId, adminEmail, "admin");
-  const { key } = await issueKeyFor(db, admin);
+  const { key } = await issueKeyFor(db, admin, { scopes: options.scopes });
   return { tenant_id: tenantId, user_id: admin.user_id, api_key: key };
+}
+
+/**
+ * The demo tenant of a first `npm start`: its admin's key carries every scope
+ * (SCOPES), so a newcomer can try everything an admin may, care routes
+ * included.
+ */
+export async function createDemoTenant(db: Database, adminEmail: string) {
+  return createTenant(db, "Demo camps", adminEmail, { scopes: [...SCOPES] });
+}
+
+/** Every tenant with its ids and how many users and admins it has (`camp tenant list`), oldest first. */
+export async function listTenants(db: Database) {
+  return db.asOwner((sql) =>
+    sql.query<{ tenant_id: string; name: string; created_at: Date; users: number; admins: number }>(
+      `select t.id as tenant_id, t.name, t.created_at,
+              count(u.id)::int as users, (count(u.id) filter (where u.role = 'admin' and u.active))::int as admins
+       from public.tenants t left join public.users u on u.tenant_id = t.id
+       group by t.id order by t.created_at, t.id`,
+    ),
+  );
 }
 
 /** Users with this e-mail, in any tenant (an e-mail is unique only per tenant). */
@@ -65,14 +88,41 @@ export async function resolveUser(db: Database, email: string, tenantId?: string
   return users[0] as UserRef;
 }
 
+/** How `camp keys issue` issues: a name for a further key, scopes and expiry, or the replacement of a live key. */
+export interface IssueOptions extends KeyOptions {
+  replace?: boolean;
+}
+
 /**
- * Issues a key for the user. With `replace`, a live key the user has (a lost
- * one) is replaced in the same transaction by one with its name, scopes and
- * expiry, as `regenerate` does. The database refuses a deactivated user (409).
+ * Issues a key for the user (`camp keys issue`, a new tenant's admin), as the
+ * API would:
+ * - without a name, the user's first key: 409 naming the ways out when the
+ *   user has a live one (as `generate`);
+ * - with a name, a further key beside the others (as `POST /api-keys`);
+ * - with `replace`, the live key of that name (or the user's only live key)
+ *   is replaced in the same transaction by one with its name, scopes and
+ *   expiry, as `regenerate` does; with none to replace, a key is issued.
+ * The database refuses a deactivated user, a name in use and a user at the
+ * cap of live keys (409).
  */
-export async function issueKeyFor(db: Database, user: UserRef, options: { replace?: boolean } = {}) {
+export async function issueKeyFor(db: Database, user: UserRef, options: IssueOptions = {}) {
+  const { replace, ...key } = options;
+  const ref = { id: user.user_id, email: user.email };
   return db.asTenant({ tenantId: user.tenant_id, userId: user.user_id, role: user.role }, async (sql) => {
-    const live = options.replace ? await activeKeyOf(sql, user.user_id) : undefined;
-    return (live && (await replaceKey(sql, live.id))) || issueKey(sql, user.user_id);
+    if (replace) {
+      const live = await liveKeysOf(sql, user.user_id);
+      const named = key.name == null ? undefined : key.name.toLowerCase();
+      const target = named !== undefined ? live.find((k) => k.name?.toLowerCase() === named) : live[0];
+      if (named === undefined && live.length > 1) {
+        const names = live.map((k) => k.name ?? "(unnamed)").join(", ");
+        throw conflict(`${user.email} holds ${live.length} live keys (${names}); name the one to replace with --name`, {
+          field: "name",
+          issue: "names which key to replace",
+        });
+      }
+      const replaced = target && (await replaceKey(sql, target.id));
+      if (replaced) return replaced;
+    }
+    return key.name == null ? issueFirstKey(sql, ref, key) : issueKey(sql, user.user_id, key);
   });
 }
