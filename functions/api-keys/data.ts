@@ -131,21 +131,10 @@ export async function replaceKey(sql: Sql, keyId: string) {
   return { key, ...(record as KeyRecord) };
 }
 
-/**
- * Every key record of the tenant, newest first, optionally of one user or only
- * live ones; `owner` keeps to one user's keys whatever the filters (a caller
- * who is not an admin lists only their own).
- */
-export async function listKeys(
-  sql: Sql,
-  filters: { user_id?: string; live?: boolean; owner?: string; limit: number; offset: number },
-) {
+/** Every key record of the tenant, newest first, optionally of one user or only live ones. */
+export async function listKeys(sql: Sql, filters: { user_id?: string; live?: boolean; limit: number; offset: number }) {
   const where: string[] = [];
   const params: unknown[] = [];
-  if (filters.owner !== undefined) {
-    params.push(filters.owner);
-    where.push(`k.user_id = $${params.length}`);
-  }
   if (filters.user_id !== undefined) {
     params.push(filters.user_id);
     where.push(`k.user_id = $${params.length}`);

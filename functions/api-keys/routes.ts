@@ -6,7 +6,7 @@ import { badRequest, conflict, notFound, unauthorized } from "../errors.ts";
 import { list, locate, message, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
-import { answerHoldsSecret, isAdminOutsidePost, requireAdmin } from "../http/replay-rules.ts";
+import { answerHoldsSecret, requireAdmin } from "../http/replay-rules.ts";
 import type { Principal } from "../principal.ts";
 import { idField, idFilter, isUuid, pagination, requiredText } from "../resources/fields.ts";
 import {
@@ -85,6 +85,9 @@ const ListQuery = z.object({
 
 const KeyId = z.object({ id: z.string().openapi({ param: { name: "id", in: "path" }, format: "uuid" }) });
 
+/** Only admins manage other people's keys. */
+const adminOnly = (c: Context<AppEnv>) => requireAdmin(c, "only an admin can list or revoke the tenant's keys");
+
 /**
  * Who may issue a key for this user: an admin for anyone of the tenant; anyone
  * else for themselves, and only on the strength of an identity-provider token
@@ -112,7 +115,7 @@ async function currentKey(sql: Sql, principal: Principal): Promise<KeyRecordRow>
   if (live.length === 0) throw notFound("API key");
   if (live.length > 1) {
     throw conflict(
-      `${principal.email} holds ${live.length} live API keys and a Bearer token names none of them: call with the key itself, or use GET or DELETE /api/v1/api-keys/{id} (GET /api/v1/api-keys lists them)`,
+      `${principal.email} holds ${live.length} live API keys and a Bearer token names none of them: call with the key itself (an admin lists and revokes keys by id: GET /api/v1/api-keys, DELETE /api/v1/api-keys/{id})`,
       { field: "Authorization", issue: "names no single API key" },
     );
   }
@@ -177,11 +180,12 @@ const byId = createRoute(
 
 const listRoute = createRoute(
   operation({
+    errors: [403],
     method: "get",
     path: "/",
-    summary: "List keys",
+    summary: "List the tenant's keys (admins)",
     description:
-      "Every key of the tenant for an admin, the caller's own keys for anyone else; newest first, with their names, never a secret. Filter by user_id or live.",
+      "Every key of the tenant, newest first, with their names, never a secret; filter by user_id or live. Admins only.",
     tags,
     request: { query: ListQuery },
     responses: { 200: json(listOf(KeyRecord), "A page of key records") },
@@ -193,9 +197,9 @@ const revokeById = createRoute(
     errors: [403, 404, 409],
     method: "delete",
     path: "/{id}",
-    summary: "Revoke one key",
+    summary: "Revoke one key of the tenant (admins)",
     description:
-      "Revokes one key, leaving the user's others live: an admin any key of the tenant, anyone else their own (anyone else's is 404). It is refused on the very next request by every server process. 409 when it is already revoked.",
+      "Revokes one key of the tenant, leaving its user's other keys live; it is refused on the very next request by every server process. 409 when it is already revoked. Admins only (anyone may revoke the key they call with: DELETE /api-keys/revoke).",
     tags,
     request: { params: KeyId },
     responses: { 200: json(MessageSchema, "Revoked") },
@@ -272,8 +276,8 @@ export const apiKeyRoutes = newRouter()
     return ok(c, record);
   })
   .openapi(listRoute, async (c) => {
-    const owner = isAdminOutsidePost(c) ? undefined : c.get("principal").userId;
-    const page = await c.get("tenant").run((sql) => listKeys(sql, { ...c.req.valid("query"), owner }), { oneStatement: true });
+    adminOnly(c);
+    const page = await c.get("tenant").run((sql) => listKeys(sql, c.req.valid("query")), { oneStatement: true });
     return list(c, page.rows, page.meta);
   })
   .openapi(regenerate, async (c) => {
@@ -297,12 +301,11 @@ export const apiKeyRoutes = newRouter()
   })
   // After /revoke, which /{id} would otherwise answer.
   .openapi(revokeById, async (c) => {
+    adminOnly(c);
     const { id } = c.req.valid("param");
-    const principal = c.get("principal");
     await c.get("tenant").run(async (sql) => {
       const key = isUuid(id) ? await keyById(sql, id) : undefined;
-      // Someone else's key is as unknown to a non-admin as one of another tenant.
-      if (!key || (!isAdminOutsidePost(c) && key.user_id !== principal.userId)) throw notFound("API key");
+      if (!key) throw notFound("API key");
       if (!(await revokeKey(sql, id))) throw conflict("this key is already revoked");
     });
     return message(c, "API key revoked");

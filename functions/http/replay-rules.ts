@@ -74,14 +74,3 @@ export function withheldAnswer(withheld: NonNullable<StoredAnswer["withheld"]>, 
         { field: header, issue: "its answer named a participant since erased" },
       );
 }
-
-/**
- * Whether the caller is an admin, for an operation that shows or allows an
- * admin more but whose answer is never stored (a GET, a DELETE): no right
- * needs recording. A POST decides through requireAdmin, so that a replay is
- * checked; asking here from a POST is a programming error.
- */
-export function isAdminOutsidePost(c: Context<AppEnv>): boolean {
-  if (c.req.method === "POST") throw new Error("a POST decides an admin's right through requireAdmin");
-  return c.get("principal").role === "admin";
-}
