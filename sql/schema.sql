@@ -1703,10 +1703,29 @@ CREATE OR REPLACE FUNCTION private.guard_key_issue()
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
+declare
+  v_live int;
 begin
-  if not exists (select from public.users u where u.id = new.user_id and u.active for share) then
+  if not exists (select from public.users u where u.id = new.user_id and u.active for no key update) then
     raise exception 'a key cannot be issued to a deactivated user'
       using errcode = 'CA409', column = 'email';
+  end if;
+  if new.revoked_at is not null then
+    return new;
+  end if;
+  if new.name is not null and exists (
+    select from public.api_keys k
+    where k.user_id = new.user_id and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
+      and lower(k.name) = lower(new.name)
+  ) then
+    raise exception 'the user already has a live key with this name'
+      using errcode = 'CA409', column = 'name';
+  end if;
+  select count(*) into v_live from public.api_keys k
+  where k.user_id = new.user_id and k.revoked_at is null and (k.expires_at is null or k.expires_at > now());
+  if v_live >= 50 then
+    raise exception 'the user already holds 50 live keys, the most one user may; revoke one first'
+      using errcode = 'CA409', column = 'user_id';
   end if;
   return new;
 end
@@ -3070,7 +3089,7 @@ create table public.api_keys (
   constraint api_keys_scopes_check CHECK (scopes = '{read}'::text[] OR scopes = '{read,write}'::text[] OR scopes = '{read,care}'::text[] OR scopes = '{read,write,care}'::text[])
 );
 alter table public.api_keys enable row level security;
-CREATE UNIQUE INDEX api_keys_one_active_per_user ON public.api_keys USING btree (user_id) WHERE (revoked_at IS NULL);
+CREATE INDEX api_keys_live_by_user ON public.api_keys USING btree (user_id) WHERE (revoked_at IS NULL);
 CREATE INDEX api_keys_tenant_id ON public.api_keys USING btree (tenant_id);
 create policy "API callers manage the keys of their tenant" on public.api_keys for all to camp_api
   using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
