@@ -199,6 +199,7 @@ describe("POST /api/v1/api-keys", () => {
     expect(events.map((e: { action: string }) => e.action).sort()).toEqual(["create", "update"]);
     const created = events.find((e: { action: string }) => e.action === "create");
     expect(created).toMatchObject({ resource_type: "api_key", actor_email: tenant.admin.email });
+    expect(JSON.stringify(created.changes)).toContain("audited");
     const revoked = events.find((e: { action: string }) => e.action === "update");
     expect(Object.keys(revoked.changes)).toEqual(["revoked_at"]);
     expect(JSON.stringify(events)).not.toContain(key.key);
