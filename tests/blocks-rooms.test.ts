@@ -120,7 +120,7 @@ describe("blocks", () => {
     await newBlock(other);
     const res = await api.get(`${BLOCKS}?instance_id=${instance}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: [a], meta: { total: 1, limit: 100, offset: 0 } });
+    expect(res.body).toEqual({ success: true, data: [a], meta: { total: 1, limit: 100, offset: 0, next: null } });
   });
 });
 
@@ -267,7 +267,7 @@ describe("rooms", () => {
     expect((await api.get(`${ROOMS}?instance_id=${instance}`)).body).toEqual({
       success: true,
       data: [a, b],
-      meta: { total: 2, limit: 100, offset: 0 },
+      meta: { total: 2, limit: 100, offset: 0, next: null },
     });
     expect((await api.get(`${ROOMS}?block_id=${south}`)).body.data).toEqual([b]);
     expect((await api.get(`${ROOMS}?instance_id=${instance}&block_id=${north}`)).body.data).toEqual([a]);

@@ -300,7 +300,7 @@ describe("subgroups", () => {
 
     const byInstance = await api.get(`${SUBGROUPS}?instance_id=${instance}`);
     expect(byInstance.status).toBe(200);
-    expect(byInstance.body).toEqual({ success: true, data: [a, b], meta: { total: 2, limit: 100, offset: 0 } });
+    expect(byInstance.body).toEqual({ success: true, data: [a, b], meta: { total: 2, limit: 100, offset: 0, next: null } });
     const byParent = await api.get(`${SUBGROUPS}?parent_supergroup_id=${two}`);
     expect(byParent.body.data).toEqual([b]);
     const both = await api.get(`${SUBGROUPS}?instance_id=${other}&parent_supergroup_id=${two}`);
@@ -315,7 +315,7 @@ describe("GET /api/v1/groups/supergroups", () => {
     await newSupergroup(other);
     const res = await api.get(`${SUPERGROUPS}?instance_id=${instance}`);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: [mine], meta: { total: 1, limit: 100, offset: 0 } });
+    expect(res.body).toEqual({ success: true, data: [mine], meta: { total: 1, limit: 100, offset: 0, next: null } });
   });
 
   it("refuses a malformed instance_id filter with 400 naming it", async () => {

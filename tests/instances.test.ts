@@ -247,7 +247,7 @@ describe("GET /api/v1/instances", () => {
     await own.create("instances", { name: "Next" });
     const res = await own.get("/api/v1/instances?status=completed");
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: [done], meta: { total: 1, limit: 100, offset: 0 } });
+    expect(res.body).toEqual({ success: true, data: [done], meta: { total: 1, limit: 100, offset: 0, next: null } });
   });
 
   it("refuses an unknown status filter with 400 naming status", async () => {

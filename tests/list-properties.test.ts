@@ -773,9 +773,20 @@ async function answerAndExpected(key: string, q: Query, defaultLimit: number) {
     expected: {
       ids: matching.slice(offset, offset + limit).map((row) => row.id),
       total: matching.length,
+      all: matching.map((row) => row.id),
     },
   };
 }
+
+/** The lists that also page by cursor (`after`, `meta.next`): those whose totals the database keeps. */
+const CURSOR_LISTS = new Set([
+  "GET /api/v1/instances",
+  "GET /api/v1/groups/supergroups",
+  "GET /api/v1/groups/subgroups",
+  "GET /api/v1/blocks",
+  "GET /api/v1/rooms",
+  "GET /api/v1/participants",
+]);
 
 describe("every list of the document has a model here", () => {
   it("covers each list and each of its query parameters", () => {
@@ -786,7 +797,7 @@ describe("every list of the document has a model here", () => {
     for (const list of lists) {
       if (list.key === "GET /api/v1/events") continue;
       const model = MODELS[list.key] as ListModel;
-      const known = [...Object.keys(model.params()), "limit", "offset"].sort();
+      const known = [...Object.keys(model.params()), "limit", "offset", ...(CURSOR_LISTS.has(list.key) ? ["after"] : [])].sort();
       expect(list.params.map((p) => p.name).sort(), list.key).toEqual(known);
       const sortParam = list.params.find((p) => p.name === "sort");
       if (sortParam) {
@@ -846,7 +857,36 @@ describe("lists answer every combination of their parameters with the right rows
         expect(res.status, `${url}: ${JSON.stringify(res.body)}`).toBe(200);
         expect(head.status, `HEAD ${url}`).toBe(200);
         expect(head.body, `HEAD ${url}`).toBeUndefined();
-        expect({ ids: res.body.data.map((row: { id: string }) => row.id), total: res.body.meta.total }, url).toEqual(expected);
+        expect({ ids: res.body.data.map((row: { id: string }) => row.id), total: res.body.meta.total }, url).toEqual({
+          ids: expected.ids,
+          total: expected.total,
+        });
+        if (CURSOR_LISTS.has(key)) {
+          // The cursor continues exactly where this page ended, in the same order, whatever the sort and filters.
+          const { next } = res.body.meta;
+          const limit = q.limit === undefined ? defaultLimit : Number(q.limit);
+          const offset = q.offset === undefined ? 0 : Number(q.offset);
+          const rest = expected.all.slice(offset + limit);
+          if (rest.length === 0 || expected.ids.length === 0) {
+            expect(next, `${url}: meta.next on the last page`).toBeNull();
+          } else {
+            expect(typeof next, `${url}: meta.next`).toBe("string");
+            const following = await call(
+              app,
+              "GET",
+              `${model.path()}?${queryString({ ...q, offset: undefined, after: next })}`,
+              admin,
+            );
+            expect(following.status, JSON.stringify(following.body)).toBe(200);
+            expect(
+              following.body.data.map((row: { id: string }) => row.id),
+              `${url} then after`,
+            ).toEqual(rest.slice(0, limit));
+            expect(following.body.meta.total, `${url} then after`).toBe(expected.total);
+          }
+        } else {
+          expect(res.body.meta.next, `${url}: no cursor`).toBeUndefined();
+        }
       }),
       RUNS,
     );

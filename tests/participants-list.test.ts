@@ -78,7 +78,7 @@ describe("GET /api/v1/participants", () => {
     const res = await call(app, "GET", BASE, { key });
     expect(res.status).toBe(200);
     expect(res.body.success).toBe(true);
-    expect(res.body.meta).toEqual({ total: PEOPLE.length, limit: 50, offset: 0 });
+    expect(res.body.meta).toEqual({ total: PEOPLE.length, limit: 50, offset: 0, next: null });
     expect(ids(res.body)).toEqual(everyone.map((p) => p.id));
     const first = res.body.data[0];
     expect(first).toMatchObject({
@@ -105,7 +105,12 @@ describe("GET /api/v1/participants", () => {
     for (let offset = 0; offset < PEOPLE.length; offset += 3) {
       const res = await call(app, "GET", `${BASE}?limit=3&offset=${offset}`, { key });
       expect(res.status).toBe(200);
-      expect(res.body.meta).toEqual({ total: PEOPLE.length, limit: 3, offset });
+      expect(res.body.meta).toEqual({
+        total: PEOPLE.length,
+        limit: 3,
+        offset,
+        next: offset + 3 < PEOPLE.length ? expect.any(String) : null,
+      });
       seen.push(...ids(res.body));
     }
     expect(seen).toEqual(everyone.map((p) => p.id));
@@ -115,7 +120,7 @@ describe("GET /api/v1/participants", () => {
   it("returns an empty page past the end, with the total", async () => {
     const res = await call(app, "GET", `${BASE}?offset=100`, { key });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, data: [], meta: { total: PEOPLE.length, limit: 50, offset: 100 } });
+    expect(res.body).toEqual({ success: true, data: [], meta: { total: PEOPLE.length, limit: 50, offset: 100, next: null } });
   });
 
   it("accepts limit 1 and 1000", async () => {

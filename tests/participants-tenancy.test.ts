@@ -138,7 +138,7 @@ describe("participants across tenants", () => {
     ]) {
       const res = await call(app, "GET", `${BASE}?${filter}`, { key: b.admin.key });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ success: true, data: [], meta: { total: 0, limit: 50, offset: 0 } });
+      expect(res.body).toEqual({ success: true, data: [], meta: { total: 0, limit: 50, offset: 0, next: null } });
     }
   });
 

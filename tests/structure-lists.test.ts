@@ -57,7 +57,7 @@ describe.each(RESOURCES)("GET %s", (resource) => {
     for (let offset = 0; offset < ROWS + 3; offset += 3) {
       const res = await api.get(withParams(path, `limit=3&offset=${offset}`));
       expect(res.status).toBe(200);
-      expect(res.body.meta).toEqual({ total: ROWS, limit: 3, offset });
+      expect(res.body.meta).toEqual({ total: ROWS, limit: 3, offset, next: offset + 3 < ROWS ? expect.any(String) : null });
       expect(res.body.data.length).toBe(Math.max(0, Math.min(3, ROWS - offset)));
       seen.push(...res.body.data.map((row: { id: string }) => row.id));
     }
@@ -66,7 +66,7 @@ describe.each(RESOURCES)("GET %s", (resource) => {
 
   it("uses limit 100 and offset 0 by default and accepts limit 1000", async () => {
     const { api, path } = lists[resource];
-    expect((await api.get(path)).body.meta).toEqual({ total: ROWS, limit: 100, offset: 0 });
+    expect((await api.get(path)).body.meta).toEqual({ total: ROWS, limit: 100, offset: 0, next: null });
     expect((await api.get(withParams(path, "limit=1000"))).body.meta.limit).toBe(1000);
   });
 

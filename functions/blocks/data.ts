@@ -24,6 +24,8 @@ export const blocks = softDeleteTable({
   columns: Object.keys(Block.shape),
   writable: WritableBlockFields,
   filters: ["instance_id"],
+  counted: { list: "blocks", scope: "instance_id" },
+  notNull: ["name", "occupancy"],
   computed: { capacity: CAPACITY, occupancy: OCCUPANCY, available: AVAILABLE },
   // The totals themselves (null as an empty part): the ETag changes when they do.
   computedVersion: `coalesce(${CAPACITY}::text, '') || '.' || ${OCCUPANCY} || '.' || coalesce(${AVAILABLE}::text, '')`,

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { idField, idFilter, optionalLongText, requiredText } from "../resources/fields.ts";
-import { listing } from "../resources/listing.ts";
+import { cursorListing } from "../resources/listing.ts";
 
 const BlockFields = z.object({
   name: requiredText().openapi({ description: "Unique within the instance, ignoring case and surrounding spaces." }),
@@ -25,5 +25,5 @@ export const Block = recordOf(BlockFields, {
 }).openapi("Block");
 export const BlockQuery = z.object({
   instance_id: idFilter(),
-  ...listing(["name", "capacity", "occupancy", "available", "created_at", "updated_at"], 100),
+  ...cursorListing(["name", "capacity", "occupancy", "available", "created_at", "updated_at"], 100),
 });

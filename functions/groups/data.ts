@@ -7,6 +7,8 @@ export const supergroups = softDeleteTable({
   columns: Object.keys(Supergroup.shape),
   writable: WritableSupergroupFields,
   filters: ["instance_id"],
+  counted: { list: "supergroups", scope: "instance_id" },
+  notNull: ["name", "type"],
 });
 
 /** Subgroups: the parent must be a live supergroup of the same instance (trigger plus composite foreign key). */
@@ -15,6 +17,8 @@ export const subgroups = softDeleteTable({
   columns: Object.keys(Subgroup.shape),
   writable: WritableSubgroupFields,
   filters: ["instance_id", "parent_supergroup_id"],
+  counted: { list: "subgroups", scope: "instance_id" },
+  notNull: ["name", "type", "supergroup_name"],
   // The parent is live while the subgroup is (a supergroup with live subgroups cannot be deleted).
   computed: {
     supergroup_name: "(select s.name from public.supergroups s where s.id = subgroups.parent_supergroup_id)",

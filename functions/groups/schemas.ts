@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { idField, idFilter, optionalLongText, requiredText } from "../resources/fields.ts";
-import { listing } from "../resources/listing.ts";
+import { cursorListing } from "../resources/listing.ts";
 
 /** The fields supergroups and subgroups share; `type` defaults (in the database) to the kind of group. */
 const groupFields = (defaultType: "supergroup" | "subgroup") => ({
@@ -28,7 +28,7 @@ export const CreateSupergroup = createOf(SupergroupFields).openapi("CreateSuperg
 export const UpdateSupergroup = updateOf(SupergroupFields).openapi("UpdateSupergroup");
 export const Supergroup = recordOf(SupergroupFields).openapi("Supergroup");
 const GROUP_SORT = ["name", "type", "created_at", "updated_at"];
-export const SupergroupQuery = z.object({ instance_id: idFilter(), ...listing(GROUP_SORT, 100) });
+export const SupergroupQuery = z.object({ instance_id: idFilter(), ...cursorListing(GROUP_SORT, 100) });
 
 /** Computed when read: the parent's name, so a table of subgroups needs no second request. */
 const SUBGROUP_NAMES = ["supergroup_name"];
@@ -41,5 +41,5 @@ export const Subgroup = recordOf(SubgroupFields, {
 export const SubgroupQuery = z.object({
   instance_id: idFilter(),
   parent_supergroup_id: idFilter(),
-  ...listing([...GROUP_SORT, "supergroup_name"], 100),
+  ...cursorListing([...GROUP_SORT, "supergroup_name"], 100),
 });

@@ -71,6 +71,10 @@ export const MetaSchema = z
     total: z.number().int().openapi({ description: "Records matching the filters, on every page" }),
     limit: z.number().int(),
     offset: z.number().int(),
+    next: z.string().nullable().optional().openapi({
+      description:
+        "Lists that page by cursor: pass it as `after` for the page that follows; null on the last page. Absent from other lists.",
+    }),
   })
   .openapi("ListMeta");
 

@@ -7,4 +7,6 @@ export const instances = softDeleteTable({
   columns: Object.keys(Instance.shape),
   writable: WritableInstanceFields,
   filters: ["status"],
+  counted: { list: "instances", status: "status" },
+  notNull: ["name", "status"],
 });

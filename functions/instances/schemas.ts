@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { optionalDate, optionalLongText, optionalText, requiredText, timeZone } from "../resources/fields.ts";
-import { listing } from "../resources/listing.ts";
+import { cursorListing } from "../resources/listing.ts";
 
 export const InstanceStatus = z.enum(["upcoming", "active", "completed", "archived"]);
 
@@ -36,5 +36,5 @@ export const UpdateInstance = updateOf(InstanceFields).superRefine(datesInOrder)
 export const Instance = recordOf(InstanceFields).openapi("Instance");
 export const InstanceQuery = z.object({
   status: InstanceStatus.optional(),
-  ...listing(["name", "status", "start_date", "end_date", "location", "created_at", "updated_at"], 100),
+  ...cursorListing(["name", "status", "start_date", "end_date", "location", "created_at", "updated_at"], 100),
 });

@@ -24,6 +24,7 @@ export const BulkBody = z
 export const ExportQuery = ListQuery.omit({
   limit: true,
   offset: true,
+  after: true,
   sort: true,
   updated_since: true,
   include_deleted: true,

@@ -1,7 +1,8 @@
 import { allOf, type ListMeta } from "../db/list.ts";
 import type { Sql } from "../db/sql.ts";
 import type { Precondition } from "../http/etag.ts";
-import { orderBy } from "../resources/listing.ts";
+import { afterCondition, cursorOf, cursorValues, type OrderColumn } from "../resources/cursor.ts";
+import { orderBy, orderKeys } from "../resources/listing.ts";
 import { OVERRIDE_CAPACITY_FROM } from "../rooms/capacity.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "./fields.ts";
 import { type CreateInput, type ListFilters, type UpdateInput, WRITABLE_FIELDS, type WritableField } from "./schemas.ts";
@@ -315,38 +316,85 @@ export function listConditions(
   return { where, params, instance, search };
 }
 
+/** Query parameters a list may carry and still read its total from the kept counts. */
+const COUNTED_BY = new Set(["instance_id", "status", "include_deleted", "limit", "offset", "sort", "after"]);
+
+/** Participant columns that are never null: a cursor over these alone is a row comparison. */
+const NOT_NULL = new Set([
+  "id",
+  "instance_id",
+  "user_id",
+  "first_name",
+  "surname",
+  "full_name",
+  "status",
+  "created_at",
+  "updated_at",
+]);
+
+/** The list's order as the cursor needs it. */
+const orderColumns = (filters: ListFilters): OrderColumn[] =>
+  orderKeys(filters.sort).map((key) => ({ key, sql: `p.${key.column}`, nullable: !NOT_NULL.has(key.column) }));
+
 /**
- * One page of live participants, as the JSON array the response carries, and
- * their total, in (created_at, id) order, in one statement (one round trip).
- * Postgres writes the page's JSON, so the server passes it on without
- * reading a row or a field of it.
+ * One page of participants, as the JSON array the response carries, their
+ * total and the cursor of the page that follows, in one statement (one
+ * round trip). Postgres writes the page's JSON, so the server passes it on
+ * without reading a row or a field of it.
  * The page is cut before the names are looked up, so an offset skips rows
- * without looking up names; the total is an uncorrelated subquery, which
- * Postgres runs once, reading participants alone. A page of one instance
- * (the usual request) takes its names from that instance's rows.
+ * without looking up names. The total is the one the database keeps
+ * (private.list_counts) when the list is filtered on instance, status and
+ * include_deleted alone; any other filter counts the rows it matches, once,
+ * through an index. One row more than the page is read, to tell whether
+ * another page follows. A page of one instance (the usual request) takes
+ * its names from that instance's rows.
  */
 export async function listParticipants(sql: Sql, filters: ListFilters): Promise<{ json: string; meta: ListMeta }> {
   const { where, params, instance, search } = listConditions(filters, { found: true });
-  const conditions = allOf(where);
   const found = search ? `with found as materialized (${search}) ` : "";
+  const kept = Object.entries(filters).every(([name, value]) => value === undefined || COUNTED_BY.has(name));
+  // Counted before the cursor's condition joins them: the total is of the whole list.
+  let total = `(select count(*) from public.participants p where ${allOf(where)})`;
+  const order = orderColumns(filters);
+  if (filters.after !== undefined) {
+    const after = afterCondition(filters.after, order, params.length + 1, filters.offset);
+    where.push(after.condition);
+    params.push(...after.params);
+  }
+  const conditions = allOf(where);
+  if (kept) {
+    const status = filters.status === undefined ? "null" : `$${params.push(filters.status)}`;
+    total = `private.kept_total('participants', ${instance ?? "null"}::uuid, ${status}::text, ${filters.include_deleted ? "true" : "false"})`;
+  }
   const n = params.length;
+  const limit = `$${n + 1}`;
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
-  const order = orderBy(filters.sort, "p.");
+  const orderSql = orderBy(filters.sort, "p.");
   const json = participantJson(names.expressions, { deletedAt: filters.include_deleted });
   // Filtered on a care flag, the page shows that flag of each of its participants: each is a read, on the record.
-  const flagReads = filters.severe_allergy ? ", private.audit_care_flag_reads(array_agg(p.id)) as flag_reads" : "";
-  const page = await sql.one<{ json: string; total: number }>(
-    `${found}select coalesce(json_agg(${json} order by ${order}), '[]')::text as json,
-       (select count(*) from public.participants p where ${conditions}) as total${flagReads}
+  const flagReads = filters.severe_allergy
+    ? `, private.audit_care_flag_reads(array_agg(p.id) filter (where p._n <= ${limit})) as flag_reads`
+    : "";
+  const page = await sql.one<{ json: string; total: number; last_key: string | null }>(
+    `${found}select coalesce(json_agg(${json} order by ${orderSql}) filter (where p._n <= ${limit}), '[]')::text as json,
+       ${total} as total,
+       case when count(*) > ${limit} then max(case when p._n = ${limit} then ${cursorValues(order)} end) end as last_key${flagReads}
      from (
-       select * from public.participants p where ${conditions}
-       order by ${order} limit $${n + 1} offset $${n + 2}
+       select p.*, row_number() over () as _n from (
+         select * from public.participants p where ${conditions}
+         order by ${orderSql} limit ${limit} + 1 offset $${n + 2}
+       ) p
      ) p
      ${names.joins}`,
     [...params, filters.limit, filters.offset],
   );
   return {
     json: page?.json ?? "[]",
-    meta: { total: page?.total ?? 0, limit: filters.limit, offset: filters.offset },
+    meta: {
+      total: page?.total ?? 0,
+      limit: filters.limit,
+      offset: filters.offset,
+      next: page?.last_key ? cursorOf(order, page.last_key) : null,
+    },
   };
 }

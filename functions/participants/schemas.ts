@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { readOnlyFields } from "../resources/derive.ts";
 import { cleanText, idFilter, SHORT_TEXT } from "../resources/fields.ts";
-import { deletedAtField, listing } from "../resources/listing.ts";
+import { cursorListing, deletedAtField } from "../resources/listing.ts";
 import { readable, status, WRITABLE_FIELDS, writable } from "./fields.ts";
 
 /**
@@ -92,7 +92,7 @@ export const ListQuery = z.object({
       description:
         "Only participants with a severe or anaphylactic allergy in their care record. Needs care access (403 otherwise); the list never shows the record, and each listed participant's flag is recorded in the audit trail as a read (care_flag).",
     }),
-  ...listing(PARTICIPANT_SORT, 50),
+  ...cursorListing(PARTICIPANT_SORT, 50),
 });
 
 export type ListFilters = z.infer<typeof ListQuery>;

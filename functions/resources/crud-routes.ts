@@ -114,8 +114,9 @@ export function crudRoutes(spec: ResourceSpec) {
 
   return newRouter()
     .openapi(listRoute, async (c) => {
-      const { limit, offset, sort, updated_since, include_deleted, ...filters } = c.req.valid("query") as Row & ListOptions;
-      const options = { limit, offset, sort, updated_since, include_deleted: Boolean(include_deleted) };
+      const { limit, offset, sort, updated_since, include_deleted, after, ...filters } = c.req.valid("query") as Row &
+        ListOptions;
+      const options = { limit, offset, sort, updated_since, include_deleted: Boolean(include_deleted), after };
       const page = await c.get("tenant").run((sql) => table.list(sql, filters, options), { oneStatement: true });
       return list(c, page.rows, page.meta);
     })

@@ -19,6 +19,8 @@ export interface ListOptions {
   include_deleted: boolean;
   limit: number;
   offset: number;
+  /** A cursor from an earlier page's meta.next (lists that offer one). */
+  after?: string;
 }
 
 /**
@@ -56,6 +58,20 @@ function sortParam(sortable: readonly string[]) {
     });
 }
 
+/** Longest cursor accepted: a few sort keys of at most 2,000 characters each, encoded. */
+const MAX_CURSOR = 12_000;
+
+const AfterParam = z
+  .string()
+  .max(MAX_CURSOR, "is not a cursor this list gave")
+  .regex(/^[A-Za-z0-9_-]+$/, "is not a cursor this list gave")
+  .optional()
+  .openapi({
+    type: "string",
+    description:
+      "Continue after the last row of an earlier page: the `meta.next` it answered. Pages by cursor cost the same however deep; use `offset` to jump to a page by number. Not combined with an offset.",
+  });
+
 /** The list options of a list whose records may be sorted by `sortable`. */
 export const listing = (sortable: readonly string[], defaultLimit: number) => ({
   sort: sortParam(sortable),
@@ -81,16 +97,28 @@ export const listing = (sortable: readonly string[], defaultLimit: number) => ({
   ...pagination(defaultLimit),
 });
 
+/** The list options and `after`, for a list whose data access pages by keyset too (resources/cursor.ts). */
+export const cursorListing = (sortable: readonly string[], defaultLimit: number) => ({
+  ...listing(sortable, defaultLimit),
+  after: AfterParam,
+});
+
 /**
  * The ORDER BY of a list page over `alias`: the client's keys, then `id`
  * in the direction of the last key (so an index on the keys and id serves
  * either direction), or created_at and id by default.
  */
 export function orderBy(sort: SortKey[] | undefined, alias = ""): string {
+  return orderKeys(sort)
+    .map((key) => `${alias}${key.column}${key.descending ? " desc" : ""}`)
+    .join(", ");
+}
+
+/** The keys of a list's order: the client's, or created_at; then `id` in the direction of the last. */
+export function orderKeys(sort: SortKey[] | undefined): SortKey[] {
   const keys = sort && sort.length > 0 ? sort : [{ column: "created_at", descending: false }];
   const last = keys[keys.length - 1] as SortKey;
-  const all = keys.some((key) => key.column === "id") ? keys : [...keys, { column: "id", descending: last.descending }];
-  return all.map((key) => `${alias}${key.column}${key.descending ? " desc" : ""}`).join(", ");
+  return keys.some((key) => key.column === "id") ? keys : [...keys, { column: "id", descending: last.descending }];
 }
 
 /** Conditions for `updated_since` and `include_deleted` on `alias`, with their parameters numbered from `next`. */

@@ -1,8 +1,9 @@
 import type { ListMeta } from "../db/list.ts";
-import { listPage } from "../db/list.ts";
+import { allOf, listPage } from "../db/list.ts";
 import type { Sql } from "../db/sql.ts";
 import type { Precondition } from "../http/etag.ts";
-import { type ListOptions, orderBy, syncConditions } from "./listing.ts";
+import { afterCondition, cursorOf, cursorValues, type OrderColumn } from "./cursor.ts";
+import { type ListOptions, orderBy, orderKeys, syncConditions } from "./listing.ts";
 
 export interface TableSpec {
   /** Schema-qualified table, e.g. `public.blocks`. */
@@ -31,6 +32,15 @@ export interface TableSpec {
    * rooms' block_name). If-Match compares the record's own version only.
    */
   computedVersion?: string;
+  /**
+   * The list's total kept by the database (private.list_counts): its name
+   * there, and the filters that are its scope (the instance) and status.
+   * A list filtered on these alone reads the kept total; any other filter
+   * counts rows.
+   */
+  counted?: { list: string; scope?: string; status?: string };
+  /** Sortable columns (and computed fields) that are never null: a cursor over them alone is a row comparison. */
+  notNull?: readonly string[];
 }
 
 /** A record with its row version, from which its ETag is made (http/etag.ts). */
@@ -88,6 +98,37 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
   const matching = (precondition: Precondition, next: number): [string, unknown[]] =>
     Array.isArray(precondition) ? [` and xmin = any($${next}::text[]::xid[])`, [precondition]] : ["", []];
 
+  /**
+   * The kept total's SQL when the list is filtered on its counted scope and
+   * status alone (its parameters appended to `params`), else undefined.
+   */
+  const keptTotal = (
+    names: string[],
+    plain: boolean,
+    options: ListOptions,
+    given: Record<string, unknown>,
+    params: unknown[],
+  ): string | undefined => {
+    const counted = spec.counted;
+    if (!counted || !plain || !names.every((name) => name === counted.scope || name === counted.status)) return undefined;
+    const argument = (name: string | undefined) => {
+      if (name === undefined || given[name] === undefined) return "null";
+      params.push(given[name]);
+      return `$${params.length}`;
+    };
+    const scope = argument(counted.scope);
+    const status = argument(counted.status);
+    return `private.kept_total('${counted.list}', ${scope}::uuid, ${status}::text, ${options.include_deleted ? "true" : "false"})`;
+  };
+  const notNull = new Set(["id", "created_at", "updated_at", ...(spec.notNull ?? [])]);
+  /** The list's order as the cursor needs it: each key's SQL over the row and whether it can be null. */
+  const orderColumns = (options: ListOptions): OrderColumn[] =>
+    orderKeys(options.sort).map((key) => ({
+      key,
+      sql: key.column in computed ? (computed[key.column] as string) : key.column,
+      nullable: !notNull.has(key.column),
+    }));
+
   return {
     async get(sql: Sql, id: string): Promise<Versioned<Row> | undefined> {
       return versioned(
@@ -108,15 +149,29 @@ export function softDeleteTable<Row extends object = Record<string, unknown>>(sp
       const where = names.map((name, i) => `${name} = $${i + 1}`);
       for (const [i, bound] of bounds.entries()) where.push(`${atLeast[bound]} >= $${params.length + i + 1}`);
       const sync = syncConditions(options, "", params.length + minimums.length + 1);
-      return listPage<Row>(sql, {
+      const all: unknown[] = [...params, ...minimums, ...sync.params];
+      const kept = keptTotal(names, bounds.length === 0 && options.updated_since === undefined, options, given, all);
+      // Counted before the cursor's condition joins them: the total is of the whole list.
+      const total = kept ?? `(select count(*) from ${table} where ${allOf([...sync.where, ...where])})`;
+      const order = orderColumns(options);
+      if (options.after !== undefined) {
+        const after = afterCondition(options.after, order, all.length + 1, options.offset);
+        where.push(after.condition);
+        all.push(...after.params);
+      }
+      const page = await listPage<Row>(sql, {
         columns: options.include_deleted ? `${returning}, deleted_at` : returning,
         from: table as string,
         where: [...sync.where, ...where],
-        params: [...params, ...minimums, ...sync.params],
+        params: all,
         orderBy: orderBy(options.sort),
         limit: options.limit,
         offset: options.offset,
+        total,
+        keyOf: spec.counted ? cursorValues(order) : undefined,
       });
+      if (spec.counted) page.meta.next = page.lastKey === undefined ? null : cursorOf(order, page.lastKey);
+      return { rows: page.rows, meta: page.meta };
     },
 
     async insert(sql: Sql, values: Record<string, unknown>): Promise<Versioned<Row>> {

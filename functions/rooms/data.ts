@@ -12,6 +12,8 @@ export const rooms = softDeleteTable({
   columns: Object.keys(Room.shape),
   writable: WritableRoomFields,
   filters: ["instance_id", "block_id"],
+  counted: { list: "rooms", scope: "instance_id" },
+  notNull: ["room_number", "occupancy", "block_name"],
   atLeast: { available_min: AVAILABLE },
   // A room's block is live while the room is (a block with live rooms cannot be deleted).
   computed: {

@@ -1,7 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { createOf, recordOf, updateOf } from "../resources/derive.ts";
 import { idField, idFilter, optionalText, queryInteger, requiredText } from "../resources/fields.ts";
-import { listing } from "../resources/listing.ts";
+import { cursorListing } from "../resources/listing.ts";
 
 /** Postgres `integer`: a larger capacity could not be stored. */
 const MAX_CAPACITY = 2_147_483_647;
@@ -46,5 +46,5 @@ export const RoomQuery = z.object({
     minimum: 0,
     description: "Only rooms with at least this many free places (rooms without a capacity have none counted and do not match)",
   }),
-  ...listing(["room_number", "name", "capacity", "occupancy", "available", "block_name", "created_at", "updated_at"], 100),
+  ...cursorListing(["room_number", "name", "capacity", "occupancy", "available", "block_name", "created_at", "updated_at"], 100),
 });
