@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128050000 (39 migrations).
+-- Through migration 20261128060000 (40 migrations).
 
 -- Schemas and extensions
 
@@ -55,6 +55,21 @@ create table private.event_horizon (
   constraint event_horizon_one_row CHECK (only_row)
 );
 grant select on table private.event_horizon to camp_api;
+
+create table private.list_counts (
+  tenant_id uuid not null,
+  list text not null,
+  scope_id uuid not null,
+  status text not null,
+  deleted boolean not null,
+  n bigint not null,
+  constraint list_counts_pkey PRIMARY KEY (tenant_id, list, scope_id, status, deleted),
+  constraint list_counts_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE,
+  constraint list_counts_list_check CHECK (list = ANY (ARRAY['participants'::text, 'instances'::text, 'supergroups'::text, 'subgroups'::text, 'blocks'::text, 'rooms'::text])),
+  constraint list_counts_not_negative CHECK (n >= 0)
+);
+alter table private.list_counts enable row level security;
+comment on table private.list_counts is 'How many rows each list holds per tenant, instance, status and deleted-or-not, kept by triggers in the writing transaction; meta.total of the unfiltered lists is read from it (private.kept_total).';
 
 create unlogged table private.rate_counters (
   subject text not null,
@@ -143,6 +158,26 @@ create view private.live_api_keys as
      JOIN public.users u ON u.id = k.user_id
   WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now()) AND u.active;
 comment on view private.live_api_keys is 'API keys that authenticate: not revoked, not expired, their user active; with the owner''s e-mail and role.';
+
+CREATE OR REPLACE FUNCTION private.add_to_list_count(p_tenant uuid, p_list text, p_scope uuid, p_status text, p_deleted boolean, p_delta bigint)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if p_delta > 0 then
+    insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
+    values (p_tenant, p_list, p_scope, p_status, p_deleted, p_delta)
+    on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n;
+  else
+    update private.list_counts c set n = c.n + p_delta
+    where c.tenant_id = p_tenant and c.list = p_list and c.scope_id = p_scope
+      and c.status = p_status and c.deleted = p_deleted;
+  end if;
+end
+$function$;
+revoke all on function private.add_to_list_count(p_tenant uuid, p_list text, p_scope uuid, p_status text, p_deleted boolean, p_delta bigint) from public;
 
 CREATE OR REPLACE FUNCTION private.api_key_caller(p_key_hash bytea)
  RETURNS TABLE(key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
@@ -1237,6 +1272,64 @@ $function$;
 grant execute on function private.contact_json(c public.participant_contacts) to public;
 grant execute on function private.contact_json(c public.participant_contacts) to camp_care;
 
+CREATE OR REPLACE FUNCTION private.count_participant_moved()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_old_first boolean := (old.instance_id, old.status, old.deleted_at is not null)
+                         < (new.instance_id, new.status, new.deleted_at is not null);
+begin
+  if v_old_first then
+    perform private.add_to_list_count(old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1);
+  end if;
+  perform private.add_to_list_count(new.tenant_id, 'participants', new.instance_id, new.status, new.deleted_at is not null, 1);
+  if not v_old_first then
+    perform private.add_to_list_count(old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1);
+  end if;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.count_participants_deleted()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  update private.list_counts c
+  set n = c.n - d.n
+  from (
+    select r.tenant_id, r.instance_id, r.status, r.deleted_at is not null as deleted, count(*) as n
+    from old_rows r
+    group by 1, 2, 3, 4
+  ) d
+  where c.tenant_id = d.tenant_id and c.list = 'participants' and c.scope_id = d.instance_id
+    and c.status = d.status and c.deleted = d.deleted;
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.count_participants_inserted()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
+  select r.tenant_id, 'participants', r.instance_id, r.status, r.deleted_at is not null, count(*)
+  from new_rows r
+  group by 1, 3, 4, 5
+  order by 1, 3, 4, 5
+  on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n;
+  return null;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.count_room_placement()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -1259,6 +1352,59 @@ begin
   update private.room_occupancy o
   set occupancy = o.occupancy + case when o.room_id = v_entered then 1 else -1 end
   where o.room_id in (v_left, v_entered);
+  return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.count_structure_rows()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_list text := tg_argv[0];
+  v_scope text := tg_argv[1];
+  v_status text := tg_argv[2];
+  v_old record;
+  v_new record;
+begin
+  if tg_level = 'ROW' then
+    -- An update between counts: the old key less one, the new key plus one
+    -- (in key order, as for participants).
+    execute format('select ($1).tenant_id, %s as scope_id, %s as status, ($1).deleted_at is not null as deleted',
+                   replace(v_scope, 'r.', '($1).'), replace(v_status, 'r.', '($1).'))
+      into v_old using old;
+    execute format('select ($1).tenant_id, %s as scope_id, %s as status, ($1).deleted_at is not null as deleted',
+                   replace(v_scope, 'r.', '($1).'), replace(v_status, 'r.', '($1).'))
+      into v_new using new;
+    if (v_old.scope_id, v_old.status, v_old.deleted) < (v_new.scope_id, v_new.status, v_new.deleted) then
+      perform private.add_to_list_count(v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1);
+      perform private.add_to_list_count(v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
+    else
+      perform private.add_to_list_count(v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
+      perform private.add_to_list_count(v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1);
+    end if;
+    return null;
+  end if;
+  if tg_op = 'INSERT' then
+    execute format(
+      'insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
+       select r.tenant_id, %1$L, %2$s, %3$s, r.deleted_at is not null, count(*)
+       from new_rows r
+       group by 1, 3, 4, 5
+       order by 1, 3, 4, 5
+       on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n',
+      v_list, v_scope, v_status);
+  else
+    execute format(
+      'update private.list_counts c set n = c.n - d.n
+       from (select r.tenant_id, %2$s as scope_id, %3$s as status, r.deleted_at is not null as deleted, count(*) as n
+             from old_rows r group by 1, 2, 3, 4) d
+       where c.tenant_id = d.tenant_id and c.list = %1$L and c.scope_id = d.scope_id
+         and c.status = d.status and c.deleted = d.deleted',
+      v_list, v_scope, v_status);
+  end if;
   return null;
 end
 $function$;
@@ -2081,6 +2227,24 @@ $function$;
 grant execute on function private.iso_time(p_time timestamp with time zone) to public;
 grant execute on function private.iso_time(p_time timestamp with time zone) to camp_care;
 
+CREATE OR REPLACE FUNCTION private.kept_total(p_list text, p_scope uuid, p_status text, p_include_deleted boolean)
+ RETURNS bigint
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select coalesce(sum(c.n), 0)::bigint
+  from private.list_counts c
+  where c.tenant_id = private.request_tenant_id()
+    and c.list = p_list
+    and (p_scope is null or c.scope_id = p_scope)
+    and (p_status is null or c.status = p_status)
+    and (p_include_deleted or not c.deleted)
+$function$;
+revoke all on function private.kept_total(p_list text, p_scope uuid, p_status text, p_include_deleted boolean) from public;
+grant execute on function private.kept_total(p_list text, p_scope uuid, p_status text, p_include_deleted boolean) to camp_api;
+comment on function private.kept_total(p_list text, p_scope uuid, p_status text, p_include_deleted boolean) is 'meta.total of a list filtered on instance, status and include_deleted only, from private.list_counts.';
+
 CREATE OR REPLACE FUNCTION private.lock_writable_instance(p_instance_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -2667,6 +2831,18 @@ grant execute on function private.request_tenant_id() to camp_api;
 grant execute on function private.request_tenant_id() to camp_care;
 comment on function private.request_tenant_id() is 'The caller''s tenant from the transaction''s claims (request.jwt.claims), or null. PL/pgSQL so that its body is compiled once per session, not parsed at every evaluation.';
 
+CREATE OR REPLACE FUNCTION private.reset_list_counts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  delete from private.list_counts where list = tg_argv[0];
+  return null;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.reset_room_occupancy()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -3228,6 +3404,10 @@ create policy "Supabase users read the blocks of their tenant" on public.blocks 
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER blocks_audit_insert AFTER INSERT ON public.blocks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('block');
 CREATE TRIGGER blocks_audit_update AFTER UPDATE ON public.blocks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('block');
+CREATE TRIGGER blocks_count_delete AFTER DELETE ON public.blocks REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('blocks', 'r.instance_id', '''''');
+CREATE TRIGGER blocks_count_insert AFTER INSERT ON public.blocks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('blocks', 'r.instance_id', '''''');
+CREATE TRIGGER blocks_count_move AFTER UPDATE ON public.blocks FOR EACH ROW WHEN ((new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) EXECUTE FUNCTION private.count_structure_rows('blocks', 'r.instance_id', '''''');
+CREATE TRIGGER blocks_count_truncate AFTER TRUNCATE ON public.blocks FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('blocks');
 CREATE TRIGGER blocks_freeze_instance_id BEFORE UPDATE ON public.blocks FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
 CREATE TRIGGER blocks_guard_write BEFORE INSERT OR UPDATE ON public.blocks FOR EACH ROW EXECUTE FUNCTION private.guard_block_write();
 CREATE TRIGGER blocks_touch_updated_at BEFORE UPDATE ON public.blocks FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
@@ -3317,6 +3497,10 @@ create policy "Supabase users read the instances of their tenant" on public.inst
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER instances_audit_insert AFTER INSERT ON public.instances REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('instance');
 CREATE TRIGGER instances_audit_update AFTER UPDATE ON public.instances REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('instance');
+CREATE TRIGGER instances_count_delete AFTER DELETE ON public.instances REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('instances', '''00000000-0000-0000-0000-000000000000''::uuid', 'r.status');
+CREATE TRIGGER instances_count_insert AFTER INSERT ON public.instances REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('instances', '''00000000-0000-0000-0000-000000000000''::uuid', 'r.status');
+CREATE TRIGGER instances_count_move AFTER UPDATE ON public.instances FOR EACH ROW WHEN ((new.deleted_at IS NULL) <> (old.deleted_at IS NULL) OR new.status IS DISTINCT FROM old.status) EXECUTE FUNCTION private.count_structure_rows('instances', '''00000000-0000-0000-0000-000000000000''::uuid', 'r.status');
+CREATE TRIGGER instances_count_truncate AFTER TRUNCATE ON public.instances FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('instances');
 CREATE TRIGGER instances_guard_time_zone BEFORE INSERT OR UPDATE OF time_zone ON public.instances FOR EACH ROW EXECUTE FUNCTION private.guard_instance_time_zone();
 CREATE TRIGGER instances_guard_write BEFORE UPDATE ON public.instances FOR EACH ROW EXECUTE FUNCTION private.guard_instance_write();
 CREATE TRIGGER instances_touch_updated_at BEFORE UPDATE ON public.instances FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
@@ -3596,10 +3780,14 @@ create policy "Supabase users read the participants of their tenant" on public.p
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER participants_audit_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('participant');
 CREATE TRIGGER participants_audit_update AFTER UPDATE ON public.participants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('participant');
+CREATE TRIGGER participants_count_delete AFTER DELETE ON public.participants REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_participants_deleted();
+CREATE TRIGGER participants_count_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_participants_inserted();
+CREATE TRIGGER participants_count_move AFTER UPDATE OF instance_id, status, deleted_at ON public.participants FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id OR new.status IS DISTINCT FROM old.status OR (new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) EXECUTE FUNCTION private.count_participant_moved();
 CREATE TRIGGER participants_count_room_delete AFTER DELETE ON public.participants FOR EACH ROW WHEN (old.room_id IS NOT NULL AND old.deleted_at IS NULL) EXECUTE FUNCTION private.count_room_placement();
 CREATE TRIGGER participants_count_room_insert AFTER INSERT ON public.participants FOR EACH ROW WHEN (new.room_id IS NOT NULL AND new.deleted_at IS NULL) EXECUTE FUNCTION private.count_room_placement();
 CREATE TRIGGER participants_count_room_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_room_occupancy();
 CREATE TRIGGER participants_count_room_update AFTER UPDATE OF room_id, deleted_at ON public.participants FOR EACH ROW WHEN ((new.room_id IS DISTINCT FROM old.room_id OR (new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) AND (old.room_id IS NOT NULL AND old.deleted_at IS NULL OR new.room_id IS NOT NULL AND new.deleted_at IS NULL)) EXECUTE FUNCTION private.count_room_placement();
+CREATE TRIGGER participants_count_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('participants');
 CREATE TRIGGER participants_erase_attendance AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_attendance_of_participant();
 CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_care_of_participant();
 CREATE TRIGGER participants_erase_medications AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_medications_of_participant();
@@ -3669,6 +3857,10 @@ create policy "Supabase users read the rooms of their tenant" on public.rooms fo
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER rooms_audit_insert AFTER INSERT ON public.rooms REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('room');
 CREATE TRIGGER rooms_audit_update AFTER UPDATE ON public.rooms REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('room');
+CREATE TRIGGER rooms_count_delete AFTER DELETE ON public.rooms REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('rooms', 'r.instance_id', '''''');
+CREATE TRIGGER rooms_count_insert AFTER INSERT ON public.rooms REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('rooms', 'r.instance_id', '''''');
+CREATE TRIGGER rooms_count_move AFTER UPDATE ON public.rooms FOR EACH ROW WHEN ((new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) EXECUTE FUNCTION private.count_structure_rows('rooms', 'r.instance_id', '''''');
+CREATE TRIGGER rooms_count_truncate AFTER TRUNCATE ON public.rooms FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('rooms');
 CREATE TRIGGER rooms_freeze_instance_id BEFORE UPDATE ON public.rooms FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
 CREATE TRIGGER rooms_guard_move BEFORE UPDATE ON public.rooms FOR EACH ROW WHEN (new.block_id IS DISTINCT FROM old.block_id) EXECUTE FUNCTION private.guard_room_move();
 CREATE TRIGGER rooms_guard_write BEFORE INSERT OR UPDATE ON public.rooms FOR EACH ROW EXECUTE FUNCTION private.guard_room_write();
@@ -3716,6 +3908,10 @@ create policy "Supabase users read the subgroups of their tenant" on public.subg
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER subgroups_audit_insert AFTER INSERT ON public.subgroups REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('subgroup');
 CREATE TRIGGER subgroups_audit_update AFTER UPDATE ON public.subgroups REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('subgroup');
+CREATE TRIGGER subgroups_count_delete AFTER DELETE ON public.subgroups REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('subgroups', 'r.instance_id', '''''');
+CREATE TRIGGER subgroups_count_insert AFTER INSERT ON public.subgroups REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('subgroups', 'r.instance_id', '''''');
+CREATE TRIGGER subgroups_count_move AFTER UPDATE ON public.subgroups FOR EACH ROW WHEN ((new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) EXECUTE FUNCTION private.count_structure_rows('subgroups', 'r.instance_id', '''''');
+CREATE TRIGGER subgroups_count_truncate AFTER TRUNCATE ON public.subgroups FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('subgroups');
 CREATE TRIGGER subgroups_freeze_instance_id BEFORE UPDATE ON public.subgroups FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
 CREATE TRIGGER subgroups_guard_move BEFORE UPDATE ON public.subgroups FOR EACH ROW WHEN (new.parent_supergroup_id IS DISTINCT FROM old.parent_supergroup_id) EXECUTE FUNCTION private.guard_subgroup_move();
 CREATE TRIGGER subgroups_guard_write BEFORE INSERT OR UPDATE ON public.subgroups FOR EACH ROW EXECUTE FUNCTION private.guard_subgroup_write();
@@ -3757,6 +3953,10 @@ create policy "Supabase users read the supergroups of their tenant" on public.su
   using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER supergroups_audit_insert AFTER INSERT ON public.supergroups REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('supergroup');
 CREATE TRIGGER supergroups_audit_update AFTER UPDATE ON public.supergroups REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('supergroup');
+CREATE TRIGGER supergroups_count_delete AFTER DELETE ON public.supergroups REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('supergroups', 'r.instance_id', '''''');
+CREATE TRIGGER supergroups_count_insert AFTER INSERT ON public.supergroups REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.count_structure_rows('supergroups', 'r.instance_id', '''''');
+CREATE TRIGGER supergroups_count_move AFTER UPDATE ON public.supergroups FOR EACH ROW WHEN ((new.deleted_at IS NULL) <> (old.deleted_at IS NULL)) EXECUTE FUNCTION private.count_structure_rows('supergroups', 'r.instance_id', '''''');
+CREATE TRIGGER supergroups_count_truncate AFTER TRUNCATE ON public.supergroups FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('supergroups');
 CREATE TRIGGER supergroups_freeze_instance_id BEFORE UPDATE ON public.supergroups FOR EACH ROW WHEN (new.instance_id IS DISTINCT FROM old.instance_id) EXECUTE FUNCTION private.refuse_instance_change();
 CREATE TRIGGER supergroups_guard_write BEFORE INSERT OR UPDATE ON public.supergroups FOR EACH ROW EXECUTE FUNCTION private.guard_supergroup_write();
 CREATE TRIGGER supergroups_touch_updated_at BEFORE UPDATE ON public.supergroups FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
