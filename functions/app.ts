@@ -34,6 +34,7 @@ import { BULK_BODIES, participantBulkRoutes } from "./participants-bulk/routes.t
 import { defaultPhotoStore } from "./photos/default-store.ts";
 import { PHOTO_BODY, photoRoutes } from "./photos/routes.ts";
 import type { PhotoStore } from "./photos/store.ts";
+import { instancePresenceRoutes, rollCallRoutes } from "./roll-calls/routes.ts";
 import { roomRoutes } from "./rooms/routes.ts";
 import { userRoutes } from "./users/routes.ts";
 import { webhookEndpointRoutes } from "./webhook-endpoints/routes.ts";
@@ -133,6 +134,8 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/events", eventRoutes(deps.shutdown));
   app.route("/api/v1/webhook-endpoints", webhookEndpointRoutes(deps.deliverNow));
   app.route("/api/v1/attendance", attendanceRoutes);
+  app.route("/api/v1/roll-calls", rollCallRoutes);
+  app.route("/api/v1/instances", instancePresenceRoutes);
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);

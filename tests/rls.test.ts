@@ -59,6 +59,17 @@ async function seedTenant(label: string): Promise<Seeded> {
      values ($1, $2, $3, 'in', now(), gen_random_uuid()) returning id`,
     [tenant, instance, participant],
   );
+  const rollCall = await q("insert into roll_calls (tenant_id, instance_id) values ($1, $2) returning id", [tenant, instance]);
+  await t().admin("insert into roll_call_expected (tenant_id, roll_call_id, participant_id) values ($1, $2, $3)", [
+    tenant,
+    rollCall,
+    participant,
+  ]);
+  await t().admin("insert into roll_call_marks (tenant_id, roll_call_id, participant_id, mark) values ($1, $2, $3, 'present')", [
+    tenant,
+    rollCall,
+    participant,
+  ]);
   await t().admin("insert into attendance_codes (tenant_id, movement_id, code) values ($1, $2, 'ABCD')", [tenant, movement]);
   await t().admin(
     "insert into attendance_present_codes (tenant_id, instance_id, participant_id, movement_id, code) values ($1, $2, $3, $4, 'ABCD')",
@@ -180,6 +191,24 @@ const MATRIX: Record<string, { column: string; insert: (s: Seeded) => [string, u
     column: "location",
     insert: (s) => [
       "insert into attendance_movements (tenant_id, instance_id, participant_id, direction, recorded_at, nonce) select $1, instance_id, id, 'in', now(), gen_random_uuid() from participants limit 1",
+      [s.tenant],
+    ],
+  },
+  roll_calls: {
+    column: "name",
+    insert: (s) => ["insert into roll_calls (tenant_id, instance_id) values ($1, $2)", [s.tenant, s.instance]],
+  },
+  roll_call_expected: {
+    column: "participant_id",
+    insert: (s) => [
+      "insert into roll_call_expected (tenant_id, roll_call_id, participant_id) select $1, r.id, p.id from roll_calls r, participants p limit 1",
+      [s.tenant],
+    ],
+  },
+  roll_call_marks: {
+    column: "mark",
+    insert: (s) => [
+      "insert into roll_call_marks (tenant_id, roll_call_id, participant_id, mark) select $1, r.id, p.id, 'present' from roll_calls r, participants p limit 1",
       [s.tenant],
     ],
   },
