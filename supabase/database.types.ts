@@ -844,6 +844,149 @@ export type Database = {
           },
         ];
       };
+      roll_call_expected: {
+        Row: {
+          participant_id: string;
+          roll_call_id: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          participant_id: string;
+          roll_call_id: string;
+          tenant_id?: string;
+        };
+        Update: {
+          participant_id?: string;
+          roll_call_id?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "roll_call_expected_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+          {
+            foreignKeyName: "roll_call_expected_roll_call_id_fkey";
+            columns: ["tenant_id", "roll_call_id"];
+            isOneToOne: false;
+            referencedRelation: "roll_calls";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      roll_call_marks: {
+        Row: {
+          id: string;
+          mark: string;
+          marked_at: string;
+          marked_by: string | null;
+          participant_id: string;
+          roll_call_id: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          id?: string;
+          mark: string;
+          marked_at?: string;
+          marked_by?: string | null;
+          participant_id: string;
+          roll_call_id: string;
+          tenant_id?: string;
+        };
+        Update: {
+          id?: string;
+          mark?: string;
+          marked_at?: string;
+          marked_by?: string | null;
+          participant_id?: string;
+          roll_call_id?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "roll_call_marks_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+          {
+            foreignKeyName: "roll_call_marks_roll_call_id_fkey";
+            columns: ["tenant_id", "roll_call_id"];
+            isOneToOne: false;
+            referencedRelation: "roll_calls";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      roll_calls: {
+        Row: {
+          block_id: string | null;
+          closed_at: string | null;
+          closed_by: string | null;
+          created_at: string;
+          created_by: string | null;
+          id: string;
+          instance_id: string;
+          missing_count: number | null;
+          name: string | null;
+          room_id: string | null;
+          status: string;
+          sub_group_id: string | null;
+          super_group_id: string | null;
+          tenant_id: string;
+          updated_at: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          block_id?: string | null;
+          closed_at?: string | null;
+          closed_by?: string | null;
+          created_at?: string;
+          created_by?: string | null;
+          id?: string;
+          instance_id: string;
+          missing_count?: number | null;
+          name?: string | null;
+          room_id?: string | null;
+          status?: string;
+          sub_group_id?: string | null;
+          super_group_id?: string | null;
+          tenant_id?: string;
+          updated_at?: string;
+        };
+        Update: {
+          block_id?: string | null;
+          closed_at?: string | null;
+          closed_by?: string | null;
+          created_at?: string;
+          created_by?: string | null;
+          id?: string;
+          instance_id?: string;
+          missing_count?: number | null;
+          name?: string | null;
+          room_id?: string | null;
+          status?: string;
+          sub_group_id?: string | null;
+          super_group_id?: string | null;
+          tenant_id?: string;
+          updated_at?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "roll_calls_instance_id_fkey";
+            columns: ["tenant_id", "instance_id"];
+            isOneToOne: false;
+            referencedRelation: "instances";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
       rooms: {
         Row: {
           block_id: string;
