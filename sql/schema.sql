@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (40 migrations).
+-- Through migration 20261128060000 (41 migrations).
 
 -- Schemas and extensions
 
@@ -271,6 +271,20 @@ $function$;
 revoke all on function private.attendance_access() from public;
 grant execute on function private.attendance_access() to camp_api;
 comment on function private.attendance_access() is 'The caller''s access to movements and roll calls (none, read, write): a Bearer token of an active user, or a live key with the write or attendance scope, records; a read key reads.';
+
+CREATE OR REPLACE FUNCTION private.attendance_gate()
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if private.attendance_access() <> 'write' then
+    raise exception 'roll calls need a key with the write or attendance scope' using errcode = 'CA403';
+  end if;
+end
+$function$;
+revoke all on function private.attendance_gate() from public;
 
 CREATE OR REPLACE FUNCTION private.attendance_record(p jsonb, p_sync boolean)
  RETURNS jsonb
@@ -1642,6 +1656,33 @@ end
 $function$;
 revoke all on function private.erase_photo_uploads_of_participant() from public;
 
+CREATE OR REPLACE FUNCTION private.erase_roll_calls_of_participant()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_ids uuid[];
+begin
+  v_ids := array(select m.id from public.roll_call_marks m where m.participant_id = new.id);
+  delete from public.roll_call_marks where participant_id = new.id;
+  delete from public.roll_call_expected where participant_id = new.id;
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = new.tenant_id
+    and e.resource_type = 'roll_call_mark'
+    and e.resource_id = any (v_ids)
+    and e.changes <> '{}'::jsonb;
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return null;
+end
+$function$;
+revoke all on function private.erase_roll_calls_of_participant() from public;
+
 CREATE OR REPLACE FUNCTION private.event_type_of(p_resource_type text, p_action text, p_changes jsonb)
  RETURNS text
  LANGUAGE sql
@@ -2484,6 +2525,28 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.open_roll_call(p_id uuid)
+ RETURNS public.roll_calls
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_call public.roll_calls;
+begin
+  select * into v_call from public.roll_calls r where r.id = p_id and r.tenant_id = private.request_tenant_id() for update;
+  if not found then
+    raise exception 'roll call not found' using errcode = 'CA404';
+  end if;
+  if v_call.status <> 'open' then
+    raise exception 'the roll call is closed' using errcode = 'CA409', column = 'status';
+  end if;
+  perform private.lock_writable_instance(v_call.instance_id);
+  return v_call;
+end
+$function$;
+revoke all on function private.open_roll_call(p_id uuid) from public;
+
 CREATE OR REPLACE FUNCTION private.override_room_capacity()
  RETURNS void
  LANGUAGE plpgsql
@@ -2922,6 +2985,152 @@ exception when insufficient_privilege then
 end
 $function$;
 revoke all on function private.restrict_reporting_database() from public;
+
+CREATE OR REPLACE FUNCTION private.roll_call_close(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_call public.roll_calls;
+  v_json jsonb;
+begin
+  perform private.attendance_gate();
+  v_call := private.open_roll_call(p_id);
+  v_json := private.roll_call_json(p_id);
+  update public.roll_calls
+  set status = 'closed', closed_at = now(), closed_by = (private.audit_actor() ->> 'sub')::uuid,
+      missing_count = (v_json -> 'counts' ->> 'missing')::int
+  where id = v_call.id;
+  return private.roll_call_json(p_id);
+end
+$function$;
+revoke all on function private.roll_call_close(p_id uuid) from public;
+grant execute on function private.roll_call_close(p_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.roll_call_json(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  with rc as (select * from public.roll_calls r where r.id = p_id),
+  expected as (select e.participant_id from public.roll_call_expected e where e.roll_call_id = p_id),
+  marks as (select m.* from public.roll_call_marks m where m.roll_call_id = p_id),
+  missing as (
+    select e.participant_id from expected e
+    where not exists (select from marks m where m.participant_id = e.participant_id and m.mark in ('present', 'excused'))
+  )
+  select jsonb_build_object(
+    'id', rc.id, 'instance_id', rc.instance_id, 'super_group_id', rc.super_group_id, 'sub_group_id', rc.sub_group_id,
+    'block_id', rc.block_id, 'room_id', rc.room_id, 'name', rc.name, 'status', rc.status,
+    'created_by', rc.created_by, 'closed_by', rc.closed_by,
+    'created_at', private.iso_time(rc.created_at), 'updated_at', private.iso_time(rc.updated_at),
+    'closed_at', private.iso_time(rc.closed_at),
+    'expected', coalesce((select jsonb_agg(e.participant_id order by e.participant_id) from expected e), '[]'),
+    'marks', coalesce((select jsonb_agg(jsonb_build_object('participant_id', m.participant_id, 'mark', m.mark,
+                         'marked_by', m.marked_by, 'marked_at', private.iso_time(m.marked_at)) order by m.marked_at, m.participant_id)
+                       from marks m), '[]'),
+    'missing', coalesce((select jsonb_agg(x.participant_id order by x.participant_id) from missing x), '[]'),
+    'counts', jsonb_build_object(
+      'expected', (select count(*) from expected),
+      'present', (select count(*) from marks m where m.mark = 'present'),
+      'absent', (select count(*) from marks m where m.mark = 'absent'),
+      'excused', (select count(*) from marks m where m.mark = 'excused'),
+      'missing', (select count(*) from missing)))
+  from rc
+$function$;
+revoke all on function private.roll_call_json(p_id uuid) from public;
+grant execute on function private.roll_call_json(p_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.roll_call_mark(p_id uuid, p_marks jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_call public.roll_calls;
+  v_stray int;
+begin
+  perform private.attendance_gate();
+  v_call := private.open_roll_call(p_id);
+  select min(m.n) into v_stray
+  from jsonb_array_elements(p_marks) with ordinality as m(value, n)
+  where not exists (
+    select from public.participants pt
+    where pt.id = (m.value ->> 'participant_id')::uuid and pt.tenant_id = v_call.tenant_id
+      and pt.instance_id = v_call.instance_id and pt.deleted_at is null);
+  if v_stray is not null then
+    raise exception 'is not a participant of the roll call''s instance' using errcode = 'CA400',
+      column = format('marks[%s].participant_id', v_stray - 1);
+  end if;
+  insert into public.roll_call_marks as rm (roll_call_id, participant_id, mark, marked_by)
+  select distinct on ((m.value ->> 'participant_id')::uuid)
+         p_id, (m.value ->> 'participant_id')::uuid, m.value ->> 'mark', (private.audit_actor() ->> 'sub')::uuid
+  from jsonb_array_elements(p_marks) with ordinality as m(value, n)
+  order by (m.value ->> 'participant_id')::uuid, m.n desc
+  on conflict (roll_call_id, participant_id) do update
+  set mark = excluded.mark, marked_by = excluded.marked_by, marked_at = now();
+  return private.roll_call_json(p_id);
+end
+$function$;
+revoke all on function private.roll_call_mark(p_id uuid, p_marks jsonb) from public;
+grant execute on function private.roll_call_mark(p_id uuid, p_marks jsonb) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.roll_call_open(p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_tenant uuid := private.request_tenant_id();
+  v_instance uuid := (p ->> 'instance_id')::uuid;
+  v_super uuid := (p ->> 'super_group_id')::uuid;
+  v_sub uuid := (p ->> 'sub_group_id')::uuid;
+  v_block uuid := (p ->> 'block_id')::uuid;
+  v_room uuid := (p ->> 'room_id')::uuid;
+  v_id uuid;
+begin
+  perform private.attendance_gate();
+  if not exists (select from public.instances i where i.id = v_instance and i.tenant_id = v_tenant and i.deleted_at is null) then
+    raise exception 'does not exist' using errcode = 'CA400', column = 'instance_id';
+  end if;
+  perform private.lock_writable_instance(v_instance);
+  if v_super is not null and not exists (
+    select from public.supergroups s where s.id = v_super and s.instance_id = v_instance and s.deleted_at is null) then
+    raise exception 'is not a supergroup of instance_id' using errcode = 'CA400', column = 'super_group_id';
+  end if;
+  if v_sub is not null and not exists (
+    select from public.subgroups s where s.id = v_sub and s.instance_id = v_instance and s.deleted_at is null) then
+    raise exception 'is not a subgroup of instance_id' using errcode = 'CA400', column = 'sub_group_id';
+  end if;
+  if v_block is not null and not exists (
+    select from public.blocks b where b.id = v_block and b.instance_id = v_instance and b.deleted_at is null) then
+    raise exception 'is not a block of instance_id' using errcode = 'CA400', column = 'block_id';
+  end if;
+  if v_room is not null and not exists (
+    select from public.rooms r where r.id = v_room and r.instance_id = v_instance and r.deleted_at is null) then
+    raise exception 'is not a room of instance_id' using errcode = 'CA400', column = 'room_id';
+  end if;
+  insert into public.roll_calls (instance_id, super_group_id, sub_group_id, block_id, room_id, name, created_by)
+  values (v_instance, v_super, v_sub, v_block, v_room, p ->> 'name', (private.audit_actor() ->> 'sub')::uuid)
+  returning id into v_id;
+  insert into public.roll_call_expected (roll_call_id, participant_id)
+  select v_id, pt.id
+  from public.participants pt
+  where pt.tenant_id = v_tenant and pt.instance_id = v_instance and pt.deleted_at is null and pt.presence = 'in'
+    and (v_super is null or pt.super_group_id = v_super)
+    and (v_sub is null or pt.sub_group_id = v_sub)
+    and (v_block is null or pt.block_id = v_block)
+    and (v_room is null or pt.room_id = v_room);
+  return private.roll_call_json(v_id);
+end
+$function$;
+revoke all on function private.roll_call_open(p jsonb) from public;
+grant execute on function private.roll_call_open(p jsonb) to camp_api;
 
 CREATE OR REPLACE FUNCTION private.room_capacity_overridden()
  RETURNS boolean
@@ -3793,6 +4002,7 @@ CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.parti
 CREATE TRIGGER participants_erase_medications AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_medications_of_participant();
 CREATE TRIGGER participants_erase_photo_uploads AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_photo_uploads_of_participant();
 CREATE TRIGGER participants_erase_presence BEFORE UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.clear_presence_of_erased();
+CREATE TRIGGER participants_erase_roll_calls AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_roll_calls_of_participant();
 CREATE TRIGGER participants_erase_stored_answers AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.withhold_answers_of_erased();
 CREATE TRIGGER participants_fill_full_name BEFORE INSERT ON public.participants FOR EACH ROW EXECUTE FUNCTION private.fill_participant_full_name();
 CREATE TRIGGER participants_guard_insert AFTER INSERT ON public.participants REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION private.guard_participant_insert();
@@ -3822,6 +4032,80 @@ create policy "API callers record the uploads of their tenant" on public.photo_u
   with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
 grant select, insert, delete on table public.photo_uploads to camp_api;
 comment on table public.photo_uploads is 'Photo objects being uploaded: written before the object is stored, removed when the participant row points at it. camp photos sweep keeps every key listed here (an intent older than a day is a crashed upload and is ignored).';
+
+create table public.roll_call_expected (
+  roll_call_id uuid not null,
+  participant_id uuid not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  constraint roll_call_expected_pkey PRIMARY KEY (roll_call_id, participant_id),
+  constraint roll_call_expected_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint roll_call_expected_roll_call_id_fkey FOREIGN KEY (tenant_id, roll_call_id) REFERENCES public.roll_calls(tenant_id, id) ON DELETE CASCADE
+);
+alter table public.roll_call_expected enable row level security;
+CREATE INDEX roll_call_expected_by_participant ON public.roll_call_expected USING btree (participant_id);
+CREATE INDEX roll_call_expected_tenant_id ON public.roll_call_expected USING btree (tenant_id);
+create policy "API callers read who roll calls expected" on public.roll_call_expected for select to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER roll_call_expected_hold_live_participant BEFORE INSERT OR UPDATE ON public.roll_call_expected FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+grant select on table public.roll_call_expected to camp_api;
+
+create table public.roll_call_marks (
+  id uuid default gen_random_uuid() not null,
+  roll_call_id uuid not null,
+  participant_id uuid not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  mark text not null,
+  marked_by uuid,
+  marked_at timestamp with time zone default now() not null,
+  constraint roll_call_marks_pkey PRIMARY KEY (id),
+  constraint roll_call_marks_participant_key UNIQUE (roll_call_id, participant_id),
+  constraint roll_call_marks_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint roll_call_marks_roll_call_id_fkey FOREIGN KEY (tenant_id, roll_call_id) REFERENCES public.roll_calls(tenant_id, id) ON DELETE CASCADE,
+  constraint roll_call_marks_mark_check CHECK (mark = ANY (ARRAY['present'::text, 'absent'::text, 'excused'::text]))
+);
+alter table public.roll_call_marks enable row level security;
+CREATE INDEX roll_call_marks_by_participant ON public.roll_call_marks USING btree (participant_id);
+CREATE INDEX roll_call_marks_tenant_id ON public.roll_call_marks USING btree (tenant_id);
+create policy "API callers read roll call marks" on public.roll_call_marks for select to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER roll_call_marks_audit_insert AFTER INSERT ON public.roll_call_marks REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('roll_call_mark');
+CREATE TRIGGER roll_call_marks_audit_update AFTER UPDATE ON public.roll_call_marks REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('roll_call_mark');
+CREATE TRIGGER roll_call_marks_hold_live_participant BEFORE INSERT OR UPDATE ON public.roll_call_marks FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+grant select on table public.roll_call_marks to camp_api;
+
+create table public.roll_calls (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  super_group_id uuid,
+  sub_group_id uuid,
+  block_id uuid,
+  room_id uuid,
+  name text,
+  status text default 'open'::text not null,
+  created_by uuid,
+  closed_by uuid,
+  closed_at timestamp with time zone,
+  missing_count integer,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint roll_calls_pkey PRIMARY KEY (id),
+  constraint roll_calls_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint roll_calls_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint roll_calls_name_check CHECK (char_length(name) <= 200),
+  constraint roll_calls_one_scope_check CHECK (num_nonnulls(super_group_id, sub_group_id, block_id, room_id) <= 1),
+  constraint roll_calls_status_check CHECK (status = ANY (ARRAY['open'::text, 'closed'::text]))
+);
+alter table public.roll_calls enable row level security;
+CREATE INDEX roll_calls_by_instance ON public.roll_calls USING btree (instance_id, created_at, id);
+CREATE INDEX roll_calls_tenant_id ON public.roll_calls USING btree (tenant_id);
+create policy "API callers read the roll calls of their tenant" on public.roll_calls for select to camp_api
+  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+CREATE TRIGGER roll_calls_audit_insert AFTER INSERT ON public.roll_calls REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('roll_call');
+CREATE TRIGGER roll_calls_audit_update AFTER UPDATE ON public.roll_calls REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('roll_call');
+CREATE TRIGGER roll_calls_touch_updated_at BEFORE UPDATE ON public.roll_calls FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant select on table public.roll_calls to camp_api;
+comment on table public.roll_calls is 'Head counts: who was expected (present in the scope when it opened), who was marked, who was missing when it closed. Written only through private.roll_call_*.';
 
 create table public.rooms (
   id uuid default gen_random_uuid() not null,
