@@ -1,4 +1,5 @@
 import { createMiddleware } from "hono/factory";
+import { administrationRoutes } from "./administrations/routes.ts";
 import { apiKeyRoutes } from "./api-keys/routes.ts";
 import type { AppEnv } from "./app-env.ts";
 import { attendanceRoutes } from "./attendance/routes.ts";
@@ -147,6 +148,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/participants", eraseRoutes(photoStore));
   app.route("/api/v1/participants", careRoutes(photoStore));
   app.route("/api/v1/participants", medicationRoutes());
+  app.route("/api/v1/participants", administrationRoutes());
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(photoStore));
 

@@ -42,6 +42,9 @@ export interface FieldIssue {
   /** A CSV import's summary entry (no `line`): how many lines have this problem, and a few of their values. */
   count?: number;
   samples?: string[];
+  /** An as-needed dose refused (409): an earlier dose that stands in its way. */
+  entry_id?: string;
+  administered_at?: string;
 }
 
 /** `details` is always a list; one issue may be given alone. */

@@ -179,6 +179,43 @@ end
 $function$;
 revoke all on function private.add_to_list_count(p_tenant uuid, p_list text, p_scope uuid, p_status text, p_deleted boolean, p_delta bigint) from public;
 
+CREATE OR REPLACE FUNCTION private.administration_json(a public.medication_administrations)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+    'id', a.id, 'participant_id', a.participant_id, 'medication_id', a.medication_id, 'medication_name', a.medication_name,
+    'outcome', a.outcome, 'administered_at', private.iso_time(a.administered_at), 'due_at', private.iso_time(a.due_at),
+    'dose_given', a.dose_given, 'notes', a.notes, 'nonce', a.nonce, 'amends', a.amends, 'reason', a.reason,
+    'override_reason', a.override_reason, 'recorded_by', a.recorded_by, 'recorded_by_email', a.recorded_by_email,
+    'recorded_at', private.iso_time(a.recorded_at),
+    'amended_by', coalesce((
+      select jsonb_agg(c.id order by c.recorded_at, c.id)
+      from public.medication_administrations c where c.amends = a.id), '[]'::jsonb),
+    'current', not exists (select from public.medication_administrations c where c.amends = a.id))
+$function$;
+grant execute on function private.administration_json(a public.medication_administrations) to public;
+grant execute on function private.administration_json(a public.medication_administrations) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.administration_root(p_entry uuid)
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  with recursive chain(id, amends, depth) as (
+    select a.id, a.amends, 0 from public.medication_administrations a where a.id = p_entry
+    union all
+    select a.id, a.amends, c.depth + 1 from public.medication_administrations a join chain c on a.id = c.amends
+    where c.depth < 100
+  )
+  select id from chain order by depth desc limit 1
+$function$;
+grant execute on function private.administration_root(p_entry uuid) to public;
+grant execute on function private.administration_root(p_entry uuid) to camp_care;
+
 CREATE OR REPLACE FUNCTION private.api_key_caller(p_key_hash bytea)
  RETURNS TABLE(key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
  LANGUAGE plpgsql
@@ -1588,7 +1625,11 @@ AS $function$
 declare
   v_ids uuid[];
 begin
-  v_ids := array(select m.id from public.participant_medications m where m.participant_id = new.id);
+  v_ids := array(select m.id from public.participant_medications m where m.participant_id = new.id)
+        || array(select a.id from public.medication_administrations a where a.participant_id = new.id);
+  perform set_config('camp.health_rewrite', 'on', true);
+  delete from public.medication_administrations where participant_id = new.id;
+  perform set_config('camp.health_rewrite', 'off', true);
   delete from public.participant_medications where participant_id = new.id;
   perform set_config('camp.audit_rewrite', 'on', true);
   update public.audit_events e
@@ -1596,7 +1637,7 @@ begin
     select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
     from jsonb_each(e.changes) f)
   where e.tenant_id = new.tenant_id
-    and e.resource_type = 'medication'
+    and e.resource_type in ('medication', 'medication_administration')
     and e.resource_id = any (v_ids)
     and e.changes <> '{}'::jsonb;
   perform set_config('camp.audit_rewrite', 'off', true);
@@ -1792,6 +1833,20 @@ begin
   update public.webhook_deliveries d set status = 'failed', lease_token = null, leased_at = null
   from new_rows n where d.endpoint_id = n.id and n.deleted_at is not null and d.status = 'pending';
   return null;
+end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.guard_append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if not private.health_records_rewrite() then
+    raise exception '% is append-only: a correction is a new entry that names what it amends', tg_table_name
+      using errcode = '42501';
+  end if;
+  return case when tg_op = 'DELETE' then old else new end;
 end
 $function$;
 
@@ -2213,6 +2268,15 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.health_records_rewrite()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select coalesce(current_setting('camp.health_rewrite', true), '') = 'on'
+$function$;
+
 CREATE OR REPLACE FUNCTION private.hold_live_participant()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2251,7 +2315,8 @@ CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
  IMMUTABLE
  SET search_path TO ''
 AS $function$
-  select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag', 'medication', 'medications')
+  select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag', 'medication', 'medications',
+                    'medication_administration', 'medication_administrations')
 $function$;
 grant execute on function private.is_care_resource(p_type text) to public;
 grant execute on function private.is_care_resource(p_type text) to camp_api;
@@ -2332,6 +2397,183 @@ $function$;
 alter function private.medication(p_participant uuid, p_medication uuid) owner to camp_care;
 revoke all on function private.medication(p_participant uuid, p_medication uuid) from public;
 grant execute on function private.medication(p_participant uuid, p_medication uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication_administration(p_participant uuid, p_entry uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_found jsonb;
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('medication_administrations', p_participant);
+  select private.administration_json(a) into v_found
+  from public.medication_administrations a where a.id = p_entry and a.participant_id = p_participant;
+  if v_found is null then
+    raise exception 'medication administration not found' using errcode = 'CA404';
+  end if;
+  return v_found;
+end
+$function$;
+alter function private.medication_administration(p_participant uuid, p_entry uuid) owner to camp_care;
+revoke all on function private.medication_administration(p_participant uuid, p_entry uuid) from public;
+grant execute on function private.medication_administration(p_participant uuid, p_entry uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication_administration_create(p_participant uuid, p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+  v_med public.participant_medications;
+  v_amended public.medication_administrations;
+  v_existing public.medication_administrations;
+  v_zone text;
+  v_at timestamptz := coalesce((p ->> 'administered_at')::timestamptz, clock_timestamp());
+  v_due timestamptz := (p ->> 'due_at')::timestamptz;
+  v_medication uuid := (p ->> 'medication_id')::uuid;
+  v_outcome text := p ->> 'outcome';
+  v_dose text := p ->> 'dose_given';
+  v_notes text := p ->> 'notes';
+  v_too_soon jsonb;
+  v_count int;
+  v_entry public.medication_administrations;
+begin
+  perform private.care_gate(p_participant, 'write');
+  -- A nonce seen before answers the entry stored then (an offline device uploading again).
+  if p ? 'nonce' then
+    select * into v_existing from public.medication_administrations a where a.nonce = p ->> 'nonce';
+    if found then
+      if v_existing.participant_id is distinct from p_participant then
+        raise exception 'nonce was already used for another participant''s entry' using errcode = 'CA409', column = 'nonce';
+      end if;
+      return jsonb_build_object('record', private.administration_json(v_existing), 'created', false);
+    end if;
+  end if;
+  if v_at > clock_timestamp() + interval '5 minutes' then
+    raise exception 'must not be in the future' using errcode = 'CA400', column = 'administered_at';
+  end if;
+  if p ? 'amends' then
+    select * into v_amended from public.medication_administrations a
+    where a.id = (p ->> 'amends')::uuid and a.participant_id = p_participant;
+    if not found then
+      raise exception 'is not an entry of this participant' using errcode = 'CA400', column = 'amends';
+    end if;
+    if v_medication is not null and v_medication is distinct from v_amended.medication_id then
+      raise exception 'must be the medication of the entry it amends' using errcode = 'CA400', column = 'medication_id';
+    end if;
+    v_medication := v_amended.medication_id;
+    v_outcome := coalesce(v_outcome, v_amended.outcome);
+    v_at := coalesce((p ->> 'administered_at')::timestamptz, v_amended.administered_at);
+    v_due := coalesce(v_due, v_amended.due_at);
+    v_dose := case when p ? 'dose_given' then v_dose else v_amended.dose_given end;
+    v_notes := case when p ? 'notes' then v_notes else v_amended.notes end;
+  end if;
+  -- The medication's row, locked: two doses of one medication are charted one after the other, so the limits below hold.
+  select * into v_med from public.participant_medications m
+  where m.id = v_medication and m.participant_id = p_participant and (m.deleted_at is null or v_amended.id is not null)
+  for update;
+  if not found then
+    raise exception 'is not a medication of this participant' using errcode = 'CA400', column = 'medication_id';
+  end if;
+  v_zone := private.participant_time_zone(p_participant);
+  if v_med.times is not null then
+    if v_due is null then
+      v_due := private.nearest_due(v_med.times, v_zone, v_at);
+    elsif not (to_char(v_due at time zone v_zone, 'HH24:MI') = any (v_med.times)) then
+      raise exception 'is not a time of the medication''s schedule' using errcode = 'CA400', column = 'due_at';
+    end if;
+  elsif v_due is not null and v_amended.id is null then
+    raise exception 'is only for a medication with times' using errcode = 'CA400', column = 'due_at';
+  end if;
+
+  -- As-needed limits, judged on the doses given that stand (not amended), other than the one amended.
+  if v_med.prn and v_outcome = 'given' and coalesce(btrim(p ->> 'override_reason'), '') = '' then
+    with given as (
+      select a.id, a.administered_at, a.dose_given
+      from public.medication_administrations a
+      where a.medication_id = v_med.id and a.outcome = 'given'
+        and a.id is distinct from v_amended.id
+        and not exists (select from public.medication_administrations c where c.amends = a.id)
+        and a.administered_at > v_at - interval '24 hours' and a.administered_at < v_at + interval '24 hours'
+    )
+    select
+      (select jsonb_agg(jsonb_build_object('entry_id', g.id, 'administered_at', private.iso_time(g.administered_at),
+                                           'dose_given', g.dose_given) order by g.administered_at desc)
+       from given g
+       where (v_med.min_interval_hours is not null
+              and abs(extract(epoch from g.administered_at - v_at)) < v_med.min_interval_hours * 3600)
+          or (v_med.max_doses_per_24h is not null and g.administered_at > v_at - interval '24 hours' and g.administered_at <= v_at)),
+      (select count(*) from given g where g.administered_at > v_at - interval '24 hours' and g.administered_at <= v_at)
+    into v_too_soon, v_count;
+    if (v_med.min_interval_hours is not null and exists (
+          select from jsonb_array_elements(coalesce(v_too_soon, '[]')) d
+          where abs(extract(epoch from (d ->> 'administered_at')::timestamptz - v_at)) < v_med.min_interval_hours * 3600))
+       or (v_med.max_doses_per_24h is not null and v_count >= v_med.max_doses_per_24h) then
+      raise exception 'an as-needed dose within % hours of another or past % doses in 24 hours needs override_reason',
+          coalesce(v_med.min_interval_hours::text, '-'), coalesce(v_med.max_doses_per_24h::text, '-')
+        using errcode = 'CA409', constraint = 'prn_limit', column = 'medication_id',
+              detail = jsonb_build_object('min_interval_hours', v_med.min_interval_hours::float8,
+                                          'max_doses_per_24h', v_med.max_doses_per_24h,
+                                          'doses_in_24h', v_count,
+                                          'last_doses', coalesce(v_too_soon, '[]'))::text;
+    end if;
+  end if;
+
+  insert into public.medication_administrations as a
+    (participant_id, medication_id, medication_name, outcome, administered_at, due_at, dose_given, notes, nonce,
+     amends, reason, override_reason, recorded_by, recorded_by_email)
+  values (p_participant, v_med.id, v_med.name, v_outcome, v_at, v_due, coalesce(v_dose, case when v_outcome = 'given' then v_med.dose end),
+          v_notes, p ->> 'nonce', v_amended.id, p ->> 'reason', nullif(btrim(p ->> 'override_reason'), ''),
+          (v_actor ->> 'sub')::uuid, v_actor ->> 'email')
+  on conflict (tenant_id, nonce) do nothing
+  returning * into v_entry;
+  if v_entry.id is null then
+    -- The same nonce committed meanwhile by a concurrent upload.
+    select * into v_entry from public.medication_administrations a where a.nonce = p ->> 'nonce';
+    return jsonb_build_object('record', private.administration_json(v_entry), 'created', false);
+  end if;
+  return jsonb_build_object('record', private.administration_json(v_entry), 'created', true);
+end
+$function$;
+alter function private.medication_administration_create(p_participant uuid, p jsonb) owner to camp_care;
+revoke all on function private.medication_administration_create(p_participant uuid, p jsonb) from public;
+grant execute on function private.medication_administration_create(p_participant uuid, p jsonb) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.medication_administrations(p_participant uuid, p_medication uuid, p_from timestamp with time zone, p_to timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read('medication_administrations', p_participant);
+  return (
+    with entries as (
+      select a as entry, a.id, a.recorded_at, a.administered_at, private.administration_root(a.id) as root
+      from public.medication_administrations a
+      where a.participant_id = p_participant
+        and (p_medication is null or a.medication_id = p_medication)
+    ), chains as (
+      select e.root, min(e.recorded_at) as started,
+             bool_or((p_from is null or e.administered_at >= p_from) and (p_to is null or e.administered_at < p_to)) as in_range
+      from entries e group by e.root
+    )
+    select coalesce(jsonb_agg(private.administration_json(e.entry)
+                              order by c.started, c.root, e.recorded_at, e.id), '[]'::jsonb)
+    from entries e join chains c on c.root = e.root
+    where c.in_range
+  );
+end
+$function$;
+alter function private.medication_administrations(p_participant uuid, p_medication uuid, p_from timestamp with time zone, p_to timestamp with time zone) owner to camp_care;
+revoke all on function private.medication_administrations(p_participant uuid, p_medication uuid, p_from timestamp with time zone, p_to timestamp with time zone) from public;
+grant execute on function private.medication_administrations(p_participant uuid, p_medication uuid, p_from timestamp with time zone, p_to timestamp with time zone) to camp_api;
 
 CREATE OR REPLACE FUNCTION private.medication_create(p_participant uuid, p jsonb)
  RETURNS jsonb
@@ -2495,6 +2737,24 @@ $function$;
 grant execute on function private.movement_json(m public.attendance_movements) to public;
 grant execute on function private.movement_json(m public.attendance_movements) to camp_api;
 
+CREATE OR REPLACE FUNCTION private.nearest_due(p_times text[], p_zone text, p_at timestamp with time zone)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select d.due
+  from (
+    select ((((p_at at time zone p_zone)::date + day_offset) + t::time) at time zone p_zone) as due
+    from unnest(p_times) as t, generate_series(-1, 1) as day_offset
+  ) d
+  where abs(extract(epoch from d.due - p_at)) <= 3 * 3600
+  order by abs(extract(epoch from d.due - p_at)), d.due
+  limit 1
+$function$;
+grant execute on function private.nearest_due(p_times text[], p_zone text, p_at timestamp with time zone) to public;
+grant execute on function private.nearest_due(p_times text[], p_zone text, p_at timestamp with time zone) to camp_care;
+
 CREATE OR REPLACE FUNCTION private.new_security_code()
  RETURNS text
  LANGUAGE sql
@@ -2575,6 +2835,18 @@ AS $function$
 $function$;
 grant execute on function private.participant_full_name(p_first_name text, p_surname text) to public;
 grant execute on function private.participant_full_name(p_first_name text, p_surname text) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.participant_time_zone(p_participant uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select i.time_zone from public.participants pt join public.instances i on i.id = pt.instance_id
+  where pt.id = p_participant and pt.tenant_id = private.request_tenant_id()
+$function$;
+revoke all on function private.participant_time_zone(p_participant uuid) from public;
+grant execute on function private.participant_time_zone(p_participant uuid) to camp_care;
 
 CREATE OR REPLACE FUNCTION private.photo_consent_refused(p_participant uuid)
  RETURNS boolean
@@ -3718,6 +3990,57 @@ grant select (id, name, status, start_date, end_date, deleted_at) on table publi
 comment on column public.instances.time_zone is 'IANA time zone of the camp (default UTC): medication times are local times there.';
 grant select, insert, update on table public.instances to camp_api;
 
+create table public.medication_administrations (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  participant_id uuid,
+  medication_id uuid,
+  medication_name text not null,
+  outcome text not null,
+  administered_at timestamp with time zone not null,
+  due_at timestamp with time zone,
+  dose_given text,
+  notes text,
+  nonce text,
+  amends uuid,
+  reason text,
+  override_reason text,
+  recorded_by uuid,
+  recorded_by_email text,
+  recorded_at timestamp with time zone default clock_timestamp() not null,
+  retained_until timestamp with time zone,
+  constraint medication_administrations_pkey PRIMARY KEY (id),
+  constraint medication_administrations_nonce_key UNIQUE (tenant_id, nonce),
+  constraint medication_administrations_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint medication_administrations_amends_fkey FOREIGN KEY (tenant_id, amends) REFERENCES public.medication_administrations(tenant_id, id),
+  constraint medication_administrations_medication_id_fkey FOREIGN KEY (tenant_id, medication_id) REFERENCES public.participant_medications(tenant_id, id),
+  constraint medication_administrations_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id),
+  constraint medication_administrations_amends_reason_check CHECK ((amends IS NULL) = (reason IS NULL)),
+  constraint medication_administrations_dose_given_check CHECK (char_length(dose_given) <= 200),
+  constraint medication_administrations_medication_name_check CHECK (char_length(medication_name) <= 200),
+  constraint medication_administrations_nonce_check CHECK (char_length(nonce) >= 1 AND char_length(nonce) <= 200),
+  constraint medication_administrations_notes_check CHECK (char_length(notes) <= 2000),
+  constraint medication_administrations_outcome_check CHECK (outcome = ANY (ARRAY['given'::text, 'refused'::text, 'missed'::text, 'held'::text, 'unavailable'::text])),
+  constraint medication_administrations_override_reason_check CHECK (char_length(btrim(override_reason)) >= 1 AND char_length(btrim(override_reason)) <= 2000),
+  constraint medication_administrations_reason_check CHECK (char_length(btrim(reason)) >= 1 AND char_length(btrim(reason)) <= 2000)
+);
+alter table public.medication_administrations enable row level security;
+CREATE INDEX medication_administrations_amends ON public.medication_administrations USING btree (amends) WHERE (amends IS NOT NULL);
+CREATE INDEX medication_administrations_by_due ON public.medication_administrations USING btree (tenant_id, due_at) WHERE (due_at IS NOT NULL);
+CREATE INDEX medication_administrations_by_medication ON public.medication_administrations USING btree (medication_id, administered_at);
+CREATE INDEX medication_administrations_by_participant ON public.medication_administrations USING btree (participant_id, recorded_at, id);
+create policy "Care functions chart doses with care write access" on public.medication_administrations for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Care functions read the administration record with care access" on public.medication_administrations for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))));
+CREATE TRIGGER medication_administrations_append_only BEFORE DELETE OR UPDATE ON public.medication_administrations FOR EACH ROW EXECUTE FUNCTION private.guard_append_only();
+CREATE TRIGGER medication_administrations_audit_insert AFTER INSERT ON public.medication_administrations REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('medication_administration');
+CREATE TRIGGER medication_administrations_hold_live_participant BEFORE INSERT ON public.medication_administrations FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+CREATE TRIGGER medication_administrations_no_truncate BEFORE TRUNCATE ON public.medication_administrations FOR EACH STATEMENT EXECUTE FUNCTION private.guard_append_only();
+grant insert (participant_id, medication_id, medication_name, outcome, administered_at, due_at, dose_given, notes, nonce, amends, reason, override_reason, recorded_by, recorded_by_email) on table public.medication_administrations to camp_care;
+grant select on table public.medication_administrations to camp_care;
+comment on table public.medication_administrations is 'The medication administration record: every dose charted (given, refused, missed, held, unavailable), append-only; a correction is a new entry naming what it amends. Care data: reached only through private.medication_administration*.';
+
 create table public.participant_care (
   id uuid not null,
   tenant_id uuid default private.request_tenant_id() not null,
@@ -3884,6 +4207,7 @@ create policy "Reporting roles granted care read their tenant's medications" on 
   using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
 CREATE TRIGGER participant_medications_audit_insert AFTER INSERT ON public.participant_medications REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('medication');
 CREATE TRIGGER participant_medications_audit_update AFTER UPDATE ON public.participant_medications REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('medication');
+CREATE TRIGGER participant_medications_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_medications FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
 CREATE TRIGGER participant_medications_touch_updated_at BEFORE UPDATE ON public.participant_medications FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 grant insert (participant_id, name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h), update (name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h, deleted_at) on table public.participant_medications to camp_care;
 grant select (id, participant_id, name, dose, route, instructions, start_date, end_date, times, prn, min_interval_hours, max_doses_per_24h, created_at, updated_at, deleted_at) on table public.participant_medications to camp_reporting;

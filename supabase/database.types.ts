@@ -433,6 +433,92 @@ export type Database = {
           },
         ];
       };
+      medication_administrations: {
+        Row: {
+          administered_at: string;
+          amends: string | null;
+          dose_given: string | null;
+          due_at: string | null;
+          id: string;
+          medication_id: string | null;
+          medication_name: string;
+          nonce: string | null;
+          notes: string | null;
+          outcome: string;
+          override_reason: string | null;
+          participant_id: string | null;
+          reason: string | null;
+          recorded_at: string;
+          recorded_by: string | null;
+          recorded_by_email: string | null;
+          retained_until: string | null;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          administered_at: string;
+          amends?: string | null;
+          dose_given?: string | null;
+          due_at?: string | null;
+          id?: string;
+          medication_id?: string | null;
+          medication_name: string;
+          nonce?: string | null;
+          notes?: string | null;
+          outcome: string;
+          override_reason?: string | null;
+          participant_id?: string | null;
+          reason?: string | null;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          recorded_by_email?: string | null;
+          retained_until?: string | null;
+          tenant_id?: string;
+        };
+        Update: {
+          administered_at?: string;
+          amends?: string | null;
+          dose_given?: string | null;
+          due_at?: string | null;
+          id?: string;
+          medication_id?: string | null;
+          medication_name?: string;
+          nonce?: string | null;
+          notes?: string | null;
+          outcome?: string;
+          override_reason?: string | null;
+          participant_id?: string | null;
+          reason?: string | null;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          recorded_by_email?: string | null;
+          retained_until?: string | null;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "medication_administrations_amends_fkey";
+            columns: ["tenant_id", "amends"];
+            isOneToOne: false;
+            referencedRelation: "medication_administrations";
+            referencedColumns: ["tenant_id", "id"];
+          },
+          {
+            foreignKeyName: "medication_administrations_medication_id_fkey";
+            columns: ["tenant_id", "medication_id"];
+            isOneToOne: false;
+            referencedRelation: "participant_medications";
+            referencedColumns: ["tenant_id", "id"];
+          },
+          {
+            foreignKeyName: "medication_administrations_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
       participant_care: {
         Row: {
           allergies: NonNullable<Json>;

@@ -13,7 +13,13 @@ import { useTestDatabase } from "./support/database.ts";
 
 const t = useTestDatabase();
 
-const CARE_TABLES = ["participant_contacts", "participant_care", "participant_consents", "participant_medications"];
+const CARE_TABLES = [
+  "participant_contacts",
+  "participant_care",
+  "participant_consents",
+  "participant_medications",
+  "medication_administrations",
+];
 
 interface Tenant {
   tenant: string;
@@ -64,6 +70,11 @@ async function seed(label: string): Promise<Tenant> {
   );
   await t().admin(
     "insert into participant_medications (tenant_id, participant_id, name, times) values ($1, $2, 'Insulin', '{08:00}')",
+    [tenant, participant],
+  );
+  await t().admin(
+    `insert into medication_administrations (tenant_id, participant_id, medication_name, outcome, administered_at)
+     values ($1, $2, 'Insulin', 'given', now())`,
     [tenant, participant],
   );
   return { tenant, admin, staffNone, staffRead, participant, keys };

@@ -97,7 +97,13 @@ async function seedTenant(label: string): Promise<Seeded> {
 }
 
 /** Tables of care data: tested in tests/care-sql.test.ts (camp_api holds no privilege on them). */
-const CARE_TABLES = ["participant_care", "participant_consents", "participant_contacts", "participant_medications"];
+const CARE_TABLES = [
+  "medication_administrations",
+  "participant_care",
+  "participant_consents",
+  "participant_contacts",
+  "participant_medications",
+];
 
 /**
  * Tables only the attendance doors reach (security codes): RLS on, and no

@@ -103,6 +103,36 @@ function overCapacity(error: PgError): ApiError {
 }
 
 /**
+ * An as-needed dose too soon or one too many (private.medication_administration_create):
+ * one issue per earlier dose in the way, from the JSON the function writes in DETAIL.
+ */
+function prnLimit(error: PgError): ApiError {
+  let found: {
+    min_interval_hours?: number | null;
+    max_doses_per_24h?: number | null;
+    doses_in_24h?: number;
+    last_doses?: Array<{ entry_id: string; administered_at: string }>;
+  } = {};
+  try {
+    found = JSON.parse(error.detail ?? "{}");
+  } catch {
+    // Our own function writes DETAIL; the refusal stands without it.
+  }
+  const limits = [
+    found.min_interval_hours != null ? `at least ${found.min_interval_hours} hours apart` : undefined,
+    found.max_doses_per_24h != null ? `at most ${found.max_doses_per_24h} doses in 24 hours` : undefined,
+  ].filter(Boolean);
+  const message = `this as-needed medication is to be given ${limits.join(" and ")}: ${found.doses_in_24h ?? 0} given in the 24 hours before; send override_reason to chart it anyway`;
+  const details = (found.last_doses ?? []).map((dose) => ({
+    field: "medication_id",
+    issue: `a dose was given at ${dose.administered_at}`,
+    entry_id: dose.entry_id,
+    administered_at: dose.administered_at,
+  }));
+  return new ApiError("CONFLICT", message, details.length > 0 ? details : { field: "medication_id", issue: message });
+}
+
+/**
  * Turns a Postgres error into the client's error, or returns undefined when it
  * is not one a client caused (the caller then reports INTERNAL_ERROR). Never
  * passes on the server's message text: it may quote SQL or other rows' values.
@@ -138,6 +168,7 @@ export function fromPgError(error: unknown): ApiError | undefined {
       );
     case "CA409":
       if (error.constraint === "room_capacity") return overCapacity(error);
+      if (error.constraint === "prn_limit") return prnLimit(error);
       return new ApiError("CONFLICT", error.message, error.column ? { field: error.column, issue: error.message } : undefined);
     case "23505":
       return new ApiError(

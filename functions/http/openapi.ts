@@ -49,6 +49,14 @@ export const FieldIssueSchema = z
       .array(z.string())
       .optional()
       .openapi({ description: "CSV import, a summary entry: a few of the values at fault (never of safeguarding columns)" }),
+    entry_id: z.string().optional().openapi({
+      format: "uuid",
+      description: "An as-needed dose refused (409): an earlier dose given within its limits, one issue per dose",
+    }),
+    administered_at: z
+      .string()
+      .optional()
+      .openapi({ format: "date-time", description: "An as-needed dose refused (409): when that earlier dose was given" }),
   })
   .openapi("FieldIssue", { description: "One offending field" });
 
