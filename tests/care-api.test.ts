@@ -301,6 +301,37 @@ describe("care records", () => {
     );
     expect(flags.body.data.length).toBeGreaterThan(0);
   });
+
+  it("record the flag of every participant an answer counts, listed on its page or not (issue 38)", async () => {
+    // Three participants found by one search term, each with a severe allergy; a page of one, past them all.
+    const term = `Oracle${Math.random().toString(36).slice(2, 8)}`;
+    const found: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      const created = await call(app, "POST", "/api/v1/participants", {
+        ...who.admin,
+        body: { instance_id: instanceId, user_id: `${term}-${n}`, first_name: term, surname: `Child${n}` },
+      });
+      found.push(created.body.data.id);
+      await call(app, "PUT", `/api/v1/participants/${created.body.data.id}/care`, {
+        ...who.writer,
+        body: { allergies: [{ name: "peanut", severity: "anaphylactic" }] },
+      });
+    }
+    const flagReads = async () =>
+      (
+        await t().admin(
+          "select resource_id::text as id, count(*)::int as n from public.audit_events where resource_type = 'care_flag' and resource_id = any ($1) group by resource_id",
+          [found],
+        )
+      ).rows as Array<{ id: string; n: number }>;
+    expect(await flagReads()).toEqual([]);
+    const page = await call(app, "GET", `/api/v1/participants?severe_allergy=true&q=${term}&limit=1&offset=5`, who.reader);
+    expect(page.status).toBe(200);
+    expect(page.body.data).toEqual([]);
+    // The total tells each counted participant's flag: each is on the record, once.
+    expect(page.body.meta.total).toBe(3);
+    expect((await flagReads()).sort((a, b) => a.id.localeCompare(b.id))).toEqual([...found].sort().map((id) => ({ id, n: 1 })));
+  });
 });
 
 describe("consents", () => {

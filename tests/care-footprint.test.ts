@@ -142,8 +142,12 @@ describe("care data stays out of", () => {
     const careTypes = ["contact", "care_record", "consent", "contacts", "consents", "care_flag"];
     expect(without.body.data.filter((e: { resource_type: string }) => careTypes.includes(e.resource_type))).toEqual([]);
     expect(without.body.data.length).toBeGreaterThan(0);
-    const filtered = await call(app, "GET", "/api/v1/audit-events?resource_type=care_record", adminWithoutCare);
-    expect(filtered.body.data).toEqual([]);
+    // Asked for care events by name, it is refused (403), never answered an empty list (issue 38).
+    for (const query of [...careTypes.map((type) => `resource_type=${type}`), "action=read"]) {
+      const filtered = await call(app, "GET", `/api/v1/audit-events?${query}`, adminWithoutCare);
+      expect(`${query}: ${filtered.status} ${filtered.body.error?.code}`).toBe(`${query}: 403 FORBIDDEN`);
+      expect((await call(app, "GET", `/api/v1/audit-events?${query}`, admin)).status).toBe(200);
+    }
     const withAccess = await call(app, "GET", "/api/v1/audit-events?limit=1000", admin);
     expect(leaked(JSON.stringify(withAccess.body)).sort()).toEqual(Object.values(MARKS).sort());
   });
@@ -176,7 +180,7 @@ describe("care data stays out of", () => {
     expect(leaked(rows.rows.map((r) => r.row).join(""))).toEqual([]);
   });
 
-  it("reporting roles not granted --care (zero rows in the care views and no care events); granted, they read it", async () => {
+  it("reporting roles not granted --care are refused the care views and tables (permission denied) and see no care events; granted, they read it", async () => {
     const connect = async (care: boolean) => {
       const role = `${RUN}_${care ? "care" : "plain"}`;
       roles.push(role);
@@ -193,8 +197,14 @@ describe("care data stays out of", () => {
       return client;
     };
     const plain = await connect(false);
+    // Refused, not an empty answer: an allergy report must not silently say "nobody" (issue 38).
+    const refusal = (text: string) =>
+      plain.query(text).then(
+        () => "answered",
+        (error: { code?: string }) => error.code,
+      );
     for (const view of ["participant_contacts", "participant_care", "participant_consents", "participant_medications"]) {
-      expect((await plain.query(`select count(*)::int as n from ${view}`)).rows[0].n).toBe(0);
+      expect(`${view}: ${await refusal(`select count(*)::int as n from ${view}`)}`).toBe(`${view}: 42501`);
     }
     const events = await plain.query("select resource_type, changes::text from audit_events");
     expect(events.rows.length).toBeGreaterThan(0);
@@ -202,7 +212,9 @@ describe("care data stays out of", () => {
     expect(events.rows.filter((e) => ["contact", "care_record", "consent"].includes(e.resource_type))).toEqual([]);
     // Not by the base tables either, not by setting claims.
     await plain.query(`select set_config('request.jwt.claims', '{"tenant_id": "${tenant.tenantId}"}', false)`);
-    expect((await plain.query("select count(*)::int as n from public.participant_care")).rows[0].n).toBe(0);
+    for (const table of ["participant_contacts", "participant_care", "participant_consents", "participant_medications"]) {
+      expect(`${table}: ${await refusal(`select count(*) from public.${table}`)}`).toBe(`${table}: 42501`);
+    }
 
     const careRole = await connect(true);
     const record = await careRole.query("select allergies, severe_allergy from participant_care where participant_id = $1", [
@@ -226,6 +238,8 @@ describe("care data stays out of", () => {
       `${RUN}_care:true`,
       `${RUN}_plain:false`,
     ]);
+    // A role granted care is still one `camp reporting revoke` drops.
+    expect((await revokeReportingRole(t().db, `${RUN}_care`)).dropped).toBe(true);
   });
 });
 

@@ -79,10 +79,12 @@ const Query = z.object({
       ...CARE_RESOURCES,
     ])
     .optional()
-    .openapi({ description: `Care resources (${CARE_RESOURCES.join(", ")}) are seen only with care access` }),
+    .openapi({
+      description: `Care resources (${CARE_RESOURCES.join(", ")}) are seen only with care access: asked for by name without it, 403`,
+    }),
   resource_id: idFilter(),
   actor_user_id: idFilter(),
-  action: z.enum(ACTIONS).optional(),
+  action: z.enum(ACTIONS).optional().openapi({ description: "read (care reads only) needs care access: 403 without it" }),
   since: timestampFilter().openapi({ description: "At or after" }),
   until: timestampFilter().openapi({ description: "Before" }),
   request_id: cleanText().max(64).optional().openapi({ description: "The server's id of the request" }),
@@ -118,6 +120,9 @@ async function listEvents(sql: Sql, filters: Filters) {
     where.push(`${column} = $${params.length}`);
   };
   equal("resource_type", filters.resource_type);
+  // Care events asked for by name: refused without care access (403), never an empty page.
+  const careType = (CARE_RESOURCES as readonly string[]).includes(filters.resource_type ?? "");
+  if (careType || filters.action === "read") where.push("(select private.require_care_access())");
   equal("resource_id", filters.resource_id);
   equal("actor_user_id", filters.actor_user_id);
   equal("action", filters.action);

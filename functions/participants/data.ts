@@ -354,7 +354,8 @@ export async function listParticipants(sql: Sql, filters: ListFilters): Promise<
   const found = search ? `with found as materialized (${search}) ` : "";
   const kept = Object.entries(filters).every(([name, value]) => value === undefined || COUNTED_BY.has(name));
   // Counted before the cursor's condition joins them: the total is of the whole list.
-  let total = `(select count(*) from public.participants p where ${allOf(where)})`;
+  const counted = allOf(where);
+  let total = `(select count(*) from public.participants p where ${counted})`;
   const order = orderColumns(filters);
   if (filters.after !== undefined) {
     const after = afterCondition(filters.after, order, params.length + 1, filters.offset);
@@ -371,9 +372,11 @@ export async function listParticipants(sql: Sql, filters: ListFilters): Promise<
   const names = instance ? namesOfInstance(instance) : { expressions: NAMES_BY_ID, joins: "" };
   const orderSql = orderBy(filters.sort, "p.");
   const json = participantJson(names.expressions, { deletedAt: filters.include_deleted });
-  // Filtered on a care flag, the page shows that flag of each of its participants: each is a read, on the record.
+  // Filtered on a care flag, the answer tells that flag of every participant it counts, on its page or only
+  // in its total (a search narrowed to one name and a page past the end still count them): each is a read, on
+  // the record (docs/security.md, "The severe-allergy filter").
   const flagReads = filters.severe_allergy
-    ? `, private.audit_care_flag_reads(array_agg(p.id) filter (where p._n <= ${limit})) as flag_reads`
+    ? `, private.audit_care_flag_reads(array(select p.id from public.participants p where ${counted})) as flag_reads`
     : "";
   const page = await sql.one<{ json: string; total: number; last_key: string | null }>(
     `${found}select coalesce(json_agg(${json} order by ${orderSql}) filter (where p._n <= ${limit}), '[]')::text as json,

@@ -14,6 +14,8 @@ import { scramSha256Verifier } from "./scram.ts";
 
 /** The group role whose grants and policies every reporting role inherits. */
 export const REPORTING_GROUP = "camp_reporting";
+/** The group that holds the care views' and tables' privileges: roles granted --care only (*_reporting_care_role.sql). */
+export const REPORTING_CARE_GROUP = "camp_reporting_care";
 
 /** Lower case, so the name needs no quoting in psql; as the mapping table's check. */
 const ROLE_NAME = /^[a-z][a-z0-9_]{2,62}$/;
@@ -87,7 +89,7 @@ export function newReportingPassword(): string {
 /**
  * Creates a login role bound to `tenantId`, with a generated password that is
  * returned once and sent to Postgres only as a SCRAM verifier. The role is a
- * member of camp_reporting and of nothing else, has no other attribute,
+ * member of camp_reporting (and, granted care, of camp_reporting_care) and of nothing else, has no other attribute,
  * starts read-only with the reporting schema on its search path, and gets the
  * limits of `options` (DEFAULT_REPORTING_LIMITS otherwise).
  */
@@ -116,6 +118,7 @@ export async function grantReportingRole(
        connection limit ${limits.connectionLimit} password '${verifier}'`,
     );
     await sql.query(`grant ${REPORTING_GROUP} to ${ident(role)}`);
+    if (care) await sql.query(`grant ${REPORTING_CARE_GROUP} to ${ident(role)}`);
     await sql.query(`alter role ${ident(role)} set default_transaction_read_only = on`);
     await sql.query(`alter role ${ident(role)} set search_path = reporting`);
     await sql.query(`alter role ${ident(role)} set statement_timeout = ${limits.statementTimeoutMs}`);
@@ -220,11 +223,11 @@ async function roleFacts(sql: Sql, role: string): Promise<RoleFacts | undefined>
   return sql.one<RoleFacts>(
     `select
        exists (select from pg_auth_members m where m.member = r.oid and m.roleid = $2::regrole) as reporting_member,
-       exists (select from pg_auth_members m where m.member = r.oid and m.roleid <> $2::regrole) as other_memberships,
+       exists (select from pg_auth_members m where m.member = r.oid and m.roleid not in ($2::regrole, $3::regrole)) as other_memberships,
        r.rolsuper or r.rolcreaterole or r.rolcreatedb or r.rolreplication or r.rolbypassrls as privileged,
        pg_has_role(current_user, r.oid, 'usage') as can_drop_owned
      from pg_roles r where r.rolname = $1`,
-    [role, REPORTING_GROUP],
+    [role, REPORTING_GROUP, REPORTING_CARE_GROUP],
   );
 }
 
