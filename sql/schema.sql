@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (42 migrations).
+-- Through migration 20261128060000 (44 migrations).
 
 -- Schemas and extensions
 
@@ -16,6 +16,7 @@ comment on schema private is 'Camp service internals: policy helpers and trigger
 create schema reporting;
 grant usage on schema reporting to authenticated;
 grant usage on schema reporting to camp_reporting;
+grant usage on schema reporting to camp_reporting_care;
 comment on schema reporting is 'Read-only reports over the caller''s own tenant (camp reporting roles, Supabase users). Soft-deleted rows are left out everywhere.';
 create extension if not exists pg_trgm with schema extensions;
 create extension if not exists unaccent with schema extensions;
@@ -3117,14 +3118,31 @@ $function$;
 
 CREATE OR REPLACE FUNCTION private.reporting_care()
  RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if not private.reporting_care_granted() then
+    raise exception 'permission denied for care data: this reporting role was not granted --care'
+      using errcode = '42501', hint = 'camp reporting grant ... --care makes a role that reads it';
+  end if;
+  return true;
+end
+$function$;
+revoke all on function private.reporting_care() from public;
+grant execute on function private.reporting_care() to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.reporting_care_granted()
+ RETURNS boolean
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO ''
 AS $function$
   select coalesce((select r.care from private.reporting_roles r where r.role_name = session_user::text), false)
 $function$;
-revoke all on function private.reporting_care() from public;
-grant execute on function private.reporting_care() to camp_reporting;
+revoke all on function private.reporting_care_granted() from public;
+grant execute on function private.reporting_care_granted() to camp_reporting;
 
 CREATE OR REPLACE FUNCTION private.reporting_tenant_id()
  RETURNS uuid
@@ -3165,6 +3183,23 @@ grant execute on function private.request_tenant_id() to public;
 grant execute on function private.request_tenant_id() to camp_api;
 grant execute on function private.request_tenant_id() to camp_care;
 comment on function private.request_tenant_id() is 'The caller''s tenant from the transaction''s claims (request.jwt.claims), or null. PL/pgSQL so that its body is compiled once per session, not parsed at every evaluation.';
+
+CREATE OR REPLACE FUNCTION private.require_care_access()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+begin
+  if private.care_access() = 'none' then
+    raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
+      using errcode = 'CA403';
+  end if;
+  return true;
+end
+$function$;
+revoke all on function private.require_care_access() from public;
+grant execute on function private.require_care_access() to camp_api;
 
 CREATE OR REPLACE FUNCTION private.reset_list_counts()
  RETURNS trigger
@@ -3846,7 +3881,7 @@ CREATE INDEX audit_events_tenant_time ON public.audit_events USING btree (tenant
 create policy "API callers read the audit trail of their tenant" on public.audit_events for select to camp_api
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
 create policy "Reporting roles read their tenant's audit trail" on public.audit_events for select to camp_reporting
-  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR ( SELECT private.reporting_care() AS reporting_care))));
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR ( SELECT private.reporting_care_granted() AS reporting_care_granted))));
 CREATE TRIGGER audit_events_append_only BEFORE DELETE OR UPDATE ON public.audit_events FOR EACH ROW EXECUTE FUNCTION private.guard_audit_events();
 CREATE TRIGGER audit_events_derive_events AFTER INSERT ON public.audit_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.derive_events();
 CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON public.audit_events FOR EACH STATEMENT EXECUTE FUNCTION private.guard_audit_events();
@@ -4074,7 +4109,7 @@ CREATE TRIGGER participant_care_audit_update AFTER UPDATE ON public.participant_
 CREATE TRIGGER participant_care_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant('id');
 CREATE TRIGGER participant_care_touch_updated_at BEFORE UPDATE ON public.participant_care FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 grant insert (id, allergies, dietary_requirements, medical_conditions, care_notes), update (allergies, dietary_requirements, medical_conditions, care_notes) on table public.participant_care to camp_care;
-grant select (id, allergies, dietary_requirements, medical_conditions, care_notes, severe_allergy, created_at, updated_at) on table public.participant_care to camp_reporting;
+grant select (id, allergies, dietary_requirements, medical_conditions, care_notes, severe_allergy, created_at, updated_at) on table public.participant_care to camp_reporting_care;
 grant select on table public.participant_care to camp_care;
 comment on table public.participant_care is 'Allergies, dietary needs, medical conditions, medications and care notes of a participant (id = the participant''s id). Care data: reached only through private.care_record*.';
 
@@ -4109,7 +4144,7 @@ CREATE TRIGGER participant_consents_audit_update AFTER UPDATE ON public.particip
 CREATE TRIGGER participant_consents_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_consents FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
 CREATE TRIGGER participant_consents_withdraw_photo AFTER INSERT ON public.participant_consents FOR EACH ROW WHEN (new.kind = 'photo'::text AND new.status = 'refused'::text) EXECUTE FUNCTION private.withdraw_refused_photo();
 grant insert (participant_id, kind, status, note, recorded_by, recorded_by_email) on table public.participant_consents to camp_care;
-grant select (id, participant_id, seq, kind, status, note, recorded_by, recorded_by_email, recorded_at) on table public.participant_consents to camp_reporting;
+grant select (id, participant_id, seq, kind, status, note, recorded_by, recorded_by_email, recorded_at) on table public.participant_consents to camp_reporting_care;
 grant select on table public.participant_consents to camp_care;
 comment on table public.participant_consents is 'Consent answers (photo, emergency_medical_treatment) as a history, with who recorded each and when. Care data: reached only through private.care_consents*.';
 
@@ -4158,7 +4193,7 @@ CREATE TRIGGER participant_contacts_audit_update AFTER UPDATE ON public.particip
 CREATE TRIGGER participant_contacts_hold_live_participant BEFORE INSERT OR UPDATE ON public.participant_contacts FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
 CREATE TRIGGER participant_contacts_touch_updated_at BEFORE UPDATE ON public.participant_contacts FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 grant insert (participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes), update (name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, deleted_at) on table public.participant_contacts to camp_care;
-grant select (id, participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, created_at, updated_at, deleted_at) on table public.participant_contacts to camp_reporting;
+grant select (id, participant_id, name, relationship, phone, phone_alt, email, emergency, emergency_order, authorised_pickup, notes, created_at, updated_at, deleted_at) on table public.participant_contacts to camp_reporting_care;
 grant select on table public.participant_contacts to camp_care;
 comment on table public.participant_contacts is 'Emergency contacts and people authorised to collect a participant. Care data: reached only through the private.care_contact* functions.';
 
@@ -4752,7 +4787,7 @@ create view reporting.audit_events with (security_invoker=true) as
     audit_events.client_request_id
    FROM public.audit_events;
 grant select on table reporting.audit_events to camp_reporting;
-comment on view reporting.audit_events is 'Who changed what and when in the tenant: one row per created, updated, deleted or erased record; changes as {field: [before, after]}; capacity_override when an admin placed a participant over a room''s capacity; request_id is the server''s id of the request, client_request_id the X-Request-Id the client sent.';
+comment on view reporting.audit_events is 'Who changed what and when in the tenant: one row per created, updated, deleted or erased record; changes as {field: [before, after]}; capacity_override when an admin placed a participant over a room''s capacity; request_id is the server''s id of the request, client_request_id the X-Request-Id the client sent. The events of care resources (contacts, care records, consents, care reads) only for roles granted --care.';
 
 create view reporting.block_occupancy with (security_invoker=true) as
  WITH placed AS (
@@ -4901,8 +4936,8 @@ create view reporting.participant_consents with (security_invoker=true) as
     c.seq = max(c.seq) OVER (PARTITION BY c.participant_id, c.kind) AS current
    FROM public.participant_consents c
      JOIN public.participants p ON p.id = c.participant_id AND p.deleted_at IS NULL;
-grant select on table reporting.participant_consents to camp_reporting;
-comment on view reporting.participant_consents is 'Care data (roles granted --care only): the history of consent answers of live participants; current is true for the answer in force of each kind.';
+grant select on table reporting.participant_consents to camp_reporting_care;
+comment on view reporting.participant_consents is 'Care data (roles granted --care only; others get permission denied): the history of consent answers of live participants; current is true for the answer in force of each kind.';
 
 create view reporting.participant_contacts with (security_invoker=true) as
  SELECT c.id,
@@ -4923,8 +4958,8 @@ create view reporting.participant_contacts with (security_invoker=true) as
    FROM public.participant_contacts c
      JOIN public.participants p ON p.id = c.participant_id AND p.deleted_at IS NULL
   WHERE c.deleted_at IS NULL;
-grant select on table reporting.participant_contacts to camp_reporting;
-comment on view reporting.participant_contacts is 'Care data (roles granted --care only): the contacts of live participants; emergency contacts by emergency_order.';
+grant select on table reporting.participant_contacts to camp_reporting_care;
+comment on view reporting.participant_contacts is 'Care data (roles granted --care only; others get permission denied): the contacts of live participants; emergency contacts by emergency_order.';
 
 create view reporting.participant_medications with (security_invoker=true) as
  SELECT m.id,

@@ -140,6 +140,16 @@ const PATHS: Path[] = [
     },
     write: (id, mark) => send("PUT", `/participants/${id}/consents`, { json: { photo: "refused", note: mark } }),
   },
+  {
+    // Held by the care gate's lock on the participant (medications pass private.care_gate).
+    name: "medication create",
+    post: true,
+    write: (id, mark, _, key) =>
+      send("POST", `/participants/${id}/medications`, {
+        key,
+        json: { name: mark, dose: "250 mg", instructions: mark, times: ["08:00"], start_date: "2026-07-01" },
+      }),
+  },
   { name: "photo upload", post: true, spreadMs: 60, write: (id, _, __, key) => photoUpload(id, key) },
   {
     name: "participant PATCH",
@@ -224,10 +234,11 @@ describe("erasure racing every write that hangs data on a participant", () => {
       `select (select count(*) from public.participant_contacts where participant_id = any ($1))::int as contacts,
                 (select count(*) from public.participant_care where id = any ($1))::int as care,
                 (select count(*) from public.participant_consents where participant_id = any ($1))::int as consents,
+                (select count(*) from public.participant_medications where participant_id = any ($1))::int as medications,
                 (select count(*) from public.photo_uploads where key like any (select '%' || x || '%' from unnest($1::text[]) x))::int as uploads`,
       [erased],
     );
-    expect(care.rows[0]).toEqual({ contacts: 0, care: 0, consents: 0, uploads: 0 });
+    expect(care.rows[0]).toEqual({ contacts: 0, care: 0, consents: 0, medications: 0, uploads: 0 });
   });
 });
 

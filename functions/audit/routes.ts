@@ -16,7 +16,16 @@ const ACTIONS = ["create", "update", "delete", "erase", "read"] as const;
  * consents, care_flag; the resource is the participant). The database shows
  * them only to a caller with care access.
  */
-const CARE_RESOURCES = ["contact", "care_record", "consent", "contacts", "consents", "care_flag"] as const;
+const CARE_RESOURCES = [
+  "contact",
+  "care_record",
+  "consent",
+  "contacts",
+  "consents",
+  "care_flag",
+  "medication",
+  "medications",
+] as const;
 
 const AuditEvent = z
   .object({
