@@ -1,5 +1,7 @@
 import type { TenantScope } from "../db/tenant-scope.ts";
-import { EXPORT_COLUMNS, type ExportFilters, exportPageCsv, exportPageEnd, type PageCursor } from "./data.ts";
+import { forbidden } from "../errors.ts";
+import { CARE_COLUMNS } from "./care-columns.ts";
+import { careAccess, EXPORT_COLUMNS, type ExportFilters, exportPageCsv, exportPageEnd, type PageCursor } from "./data.ts";
 
 export { EXPORT_COLUMNS };
 
@@ -23,15 +25,24 @@ const BOM = "\uFEFF";
  * returns, so a failure to read (database down) is still an ordinary error
  * response; a failure on a later page ends the stream with an error.
  */
-export async function exportCsv(tenant: TenantScope, filters: ExportFilters): Promise<ReadableStream<Uint8Array>> {
+export async function exportCsv(
+  tenant: TenantScope,
+  filters: ExportFilters,
+  options: { withCare?: boolean } = {},
+): Promise<ReadableStream<Uint8Array>> {
+  const withCare = options.withCare ?? false;
   // A page: where it ends (the EXPORT_PAGE-th row from here), then its rows up to there.
   // Each piece of text is encoded as it arrives, so that no string outlives it.
   const encoder = new TextEncoder();
   const read = (after: PageCursor | undefined) =>
     tenant.run(async (sql) => {
+      // Refused before the first byte, even when no participant would be read.
+      if (withCare && after === undefined && (await careAccess(sql)) === "none") {
+        throw forbidden("the care columns need care access and, with an API key, its care scope");
+      }
       const through = await exportPageEnd(sql, filters, after, EXPORT_PAGE);
       const pieces: Uint8Array[] = [];
-      await exportPageCsv(sql, filters, { after, through }, (csv) => pieces.push(encoder.encode(csv)));
+      await exportPageCsv(sql, filters, { after, through, withCare }, (csv) => pieces.push(encoder.encode(csv)));
       return { pieces, through };
     });
   let next: { pieces: Uint8Array[]; through?: PageCursor } | undefined = await read(undefined);
@@ -39,7 +50,8 @@ export async function exportCsv(tenant: TenantScope, filters: ExportFilters): Pr
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
-        controller.enqueue(encoder.encode(`${BOM}${EXPORT_COLUMNS.join(",")}\r\n`));
+        const columns = withCare ? [...EXPORT_COLUMNS, ...CARE_COLUMNS] : EXPORT_COLUMNS;
+        controller.enqueue(encoder.encode(`${BOM}${columns.join(",")}\r\n`));
       },
       async pull(controller) {
         const page = next ?? (await read(cursor));

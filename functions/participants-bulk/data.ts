@@ -3,6 +3,7 @@ import type { Sql } from "../db/sql.ts";
 import { isoTimestamp, JOINS, listConditions, PARTICIPANT_JSON_JOINED } from "../participants/data.ts";
 import { FIELD_NAMES, type FieldName, NAME_FIELDS, PARTICIPANT_FIELDS, type SqlKind } from "../participants/fields.ts";
 import type { CreateInput, ListFilters } from "../participants/schemas.ts";
+import { CARE_COLUMNS } from "./care-columns.ts";
 
 /**
  * Set-based data access for many participants at once: what a batch refers
@@ -229,6 +230,13 @@ const csvField = (column: string) =>
   `case when ${column} ~ '[",\\r\\n]' then '"' || replace(${column}, '"', '""') || '"' else coalesce(${column}, '') end`;
 const EXPORT_TEXT = EXPORT_COLUMNS.map((c) => `${EXPORT_VALUES[c]} as ${c}`).join(",\n  ");
 const CSV_LINE = EXPORT_COLUMNS.map((c) => csvField(`v.${c}`)).join(" || ',' ||\n  ");
+/**
+ * The safeguarding columns, on request, from the care door that reads them
+ * (private.care_export_cells: care access or 403, each read recorded), in the
+ * order of CARE_COLUMNS, neutralised like every cell of the client's words.
+ */
+const CARE_TEXT = ", private.care_export_cells(p.id) as care";
+const CARE_LINE = CARE_COLUMNS.map((_, i) => csvField(neutralised(`v.care[${i + 1}]`))).join(" || ',' ||\n  ");
 
 /**
  * Lines per piece of a page: a piece is a few tens of kB, and none is held
@@ -248,14 +256,15 @@ const LINES_PER_PIECE = 100;
 export async function exportPageCsv(
   sql: Sql,
   filters: ExportFilters,
-  page: { after?: PageCursor; through?: PageCursor },
+  page: { after?: PageCursor; through?: PageCursor; withCare?: boolean },
   onPiece: (csv: string) => void,
 ): Promise<void> {
   const { conditions, params } = pageConditions(filters, page.after, page.through);
+  const line = page.withCare ? `${CSV_LINE} || ',' ||\n  ${CARE_LINE}` : CSV_LINE;
   await sql.each<{ csv: string }>(
-    `select string_agg(${CSV_LINE} || E'\\r\\n', '' order by v.n) as csv
+    `select string_agg(${line} || E'\\r\\n', '' order by v.n) as csv
      from (
-       select ${EXPORT_TEXT}, row_number() over (order by p.created_at, p.id) - 1 as n
+       select ${EXPORT_TEXT}${page.withCare ? CARE_TEXT : ""}, row_number() over (order by p.created_at, p.id) - 1 as n
        from (select * from public.participants p where ${conditions}) p
        ${JOINS}
      ) v
@@ -329,4 +338,10 @@ export async function roomPlaces(sql: Sql, roomIds: string[]): Promise<RoomPlace
      where r.id = any($1::uuid[]) and r.deleted_at is null and r.capacity is not null`,
     [roomIds],
   );
+}
+
+/** The caller's care access (none, read or write) as the care doors judge it: the user's, narrowed by the key's scopes. */
+export async function careAccess(sql: Sql): Promise<"none" | "read" | "write"> {
+  const row = await sql.one<{ access: "none" | "read" | "write" }>("select private.care_access() as access");
+  return row?.access ?? "none";
 }

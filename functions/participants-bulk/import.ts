@@ -8,6 +8,7 @@ import { type CareInput, careOf, isCareColumn } from "./care-columns.ts";
 import { failingRows, insertPrepared } from "./create-many.ts";
 import { type ColumnMapping, type CsvBody, parseImport, type UnknownColumn } from "./csv-import.ts";
 import {
+  careAccess,
   type ExistingParticipant,
   existingParticipants,
   findInstances,
@@ -170,8 +171,7 @@ export async function importParticipants(tenant: TenantScope, request: ImportReq
 
 /** 403 naming the file's care columns unless the caller may write care data (user's care_access and the key's care scope). */
 async function requireCareWrite(sql: Sql, columns: ColumnMapping[]): Promise<void> {
-  const row = await sql.one<{ access: string }>("select private.care_access() as access");
-  if (row?.access === "write") return;
+  if ((await careAccess(sql)) === "write") return;
   const named = columns.filter((c) => isCareColumn(c.field)).map((c) => c.column);
   throw new ApiError(
     "FORBIDDEN",

@@ -68,13 +68,15 @@ const bulk = createRoute(
 
 const exportRoute = createRoute(
   operation({
+    errors: [403],
     method: "get",
     path: "/export.csv",
     summary: "Export the participants as CSV",
     description:
       "The list's filters, every row (no paging), oldest first; streamed. Header: every participant field, then " +
-      "supergroup_name, subgroup_name, block_name, room_name. UTF-8 with a byte-order mark; cells that would start a " +
-      "spreadsheet formula are prefixed with '.",
+      "supergroup_name, subgroup_name, block_name, room_name, then with include_care=true the safeguarding columns. " +
+      "These are the columns the import reads: exported, then imported with mode=upsert, every line is unchanged. " +
+      "UTF-8 with a byte-order mark; cells that would start a spreadsheet formula are prefixed with '.",
     tags,
     headers: ["Content-Disposition", "Cache-Control"],
     request: { query: ExportQuery },
@@ -147,7 +149,8 @@ participantBulkRoutes
     return okOfJson<Array<z.infer<typeof Participant>>, 201>(c, created, 201);
   })
   .openapi(exportRoute, async (c) => {
-    const body = await exportCsv(c.get("tenant"), c.req.valid("query"));
+    const { include_care: withCare, ...filters } = c.req.valid("query");
+    const body = await exportCsv(c.get("tenant"), filters, { withCare });
     return c.body(body, 200, {
       "Content-Type": "text/csv; charset=utf-8",
       "Content-Disposition": 'attachment; filename="participants.csv"',

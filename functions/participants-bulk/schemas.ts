@@ -20,7 +20,7 @@ export const BulkBody = z
   .openapi("ParticipantBulkCreate");
 
 /** The list's filters without paging or sync options: an export has every matching live row, in list order. */
-// No care filter (severe_allergy): the export carries no care data, not even that bit.
+// No care filter (severe_allergy); care columns only when asked for (include_care).
 export const ExportQuery = ListQuery.omit({
   limit: true,
   offset: true,
@@ -29,6 +29,17 @@ export const ExportQuery = ListQuery.omit({
   updated_since: true,
   include_deleted: true,
   severe_allergy: true,
+}).extend({
+  include_care: z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .optional()
+    .transform((value) => value === "true")
+    .openapi({
+      type: "string",
+      enum: ["true", "false"],
+      description:
+        "Add the safeguarding columns the import reads (contact_1_name … contact_3_authorised_pickup, allergies, dietary_requirements, medical_conditions, consent_photo, consent_emergency_medical_treatment). Needs care access and, with an API key, its care scope (403 otherwise); each exported participant's care read is recorded in the audit trail.",
+    }),
 });
 
 export const ImportQuery = z.object({
