@@ -152,7 +152,7 @@ describe("care data stays out of", () => {
     expect(leaked(JSON.stringify(withAccess.body)).sort()).toEqual(Object.values(MARKS).sort());
   });
 
-  it("bulk create and CSV import, which do not take care fields", async () => {
+  it("bulk create, which takes no care fields, and a CSV import whose care cells are invalid", async () => {
     const bulk = await call(app, "POST", "/api/v1/participants/bulk", {
       ...admin,
       body: {
@@ -167,7 +167,7 @@ describe("care data stays out of", () => {
       raw: csv,
       headers: { "Content-Type": "text/csv", "Content-Length": String(Buffer.byteLength(csv)) },
     });
-    // Refused (400) or the unknown fields dropped; either way nothing of them is stored anywhere.
+    // Refused (400: an allergy without its severity) or the unknown fields dropped; either way nothing of them is stored anywhere.
     expect([201, 400]).toContain(bulk.status);
     expect([200, 201, 400]).toContain(imported.status);
     const care = await t().admin(
