@@ -89,6 +89,54 @@ describe("hostile text in bodies", () => {
     expect(res.body.data.purpose).toBe(text);
   });
 
+  it("refuses NUL and other controls in every field of every JSON body, those no schema stores included", async () => {
+    const participant = { user_id: "roots", instance_id: camp.instanceId, first_name: "Ada", surname: "Byron" };
+    const cases: { method: string; path: string; body: unknown; field: string }[] = [
+      // Read-form fields a client may send back, accepted and ignored: were 201 with a NUL.
+      { method: "POST", path: "/api/v1/participants", body: { ...participant, created_at: NUL }, field: "created_at" },
+      { method: "POST", path: "/api/v1/participants", body: { ...participant, supergroup_name: ESCAPE }, field: "supergroup_name" },
+      { method: "POST", path: "/api/v1/instances", body: { name: "Camp", id: NUL }, field: "id" },
+      { method: "POST", path: "/api/v1/instances", body: { name: "Camp", updated_at: "a\u0007b" }, field: "updated_at" },
+      {
+        method: "POST",
+        path: "/api/v1/rooms",
+        body: { room_number: "9", block_id: camp.blockId, instance_id: camp.instanceId, block_name: NUL },
+        field: "block_name",
+      },
+      // A bulk row's read-form field: was a 500 (fuzz seed 20261124), Postgres cannot store a NUL.
+      {
+        method: "POST",
+        path: "/api/v1/participants/bulk",
+        body: { participants: [{ ...participant, supergroup_name: NUL }] },
+        field: "participants.0.supergroup_name",
+      },
+      {
+        method: "POST",
+        path: "/api/v1/participants/bulk",
+        body: { participants: [{ ...participant, created_at: "x\u001fy" }] },
+        field: "participants.0.created_at",
+      },
+      { method: "POST", path: "/api/v1/webhook-endpoints", body: { url: "https://example.com/h", types: [NUL] }, field: "types.0" },
+      // A field name with a control character.
+      { method: "POST", path: "/api/v1/instances", body: { name: "Camp", [`na${"\u0000"}me`]: "x" }, field: "body" },
+      // A lone surrogate where no schema looks.
+      { method: "POST", path: "/api/v1/participants", body: { ...participant, block_name: LONE_SURROGATE }, field: "block_name" },
+    ];
+    for (const { method, path, body, field } of cases) {
+      const res = await call(app, method, path, { key, body });
+      expect(res.status, `${path} ${JSON.stringify(body)}: ${JSON.stringify(res.body)}`).toBe(400);
+      expect(res.body.error.details).toEqual([{ field, issue: expect.stringMatching(/control characters|well-formed/) }]);
+    }
+    const created = await call(app, "POST", "/api/v1/instances", { key, body: { name: "Target" } });
+    const patched = await call(app, "PATCH", `/api/v1/instances/${created.body.data.id}`, {
+      key,
+      body: { description: "fine", created_at: NUL },
+    });
+    expectFieldRefused(patched, "created_at");
+    const written = await t().admin("select count(*)::int as n from participants where user_id = 'roots'");
+    expect(written.rows[0].n).toBe(0);
+  });
+
   it("refuses hostile text on update too", async () => {
     const created = await call(app, "POST", "/api/v1/instances", { key, body: { name: "To update" } });
     expectFieldRefused(
@@ -147,6 +195,20 @@ describe("hostile text in CSV cells", () => {
 function withoutEcho(text: string, url: string): string {
   const sent = [...new URL(url, "http://x").searchParams.keys()].filter((name) => name.length > 0);
   return sent.reduce((rest, name) => rest.split(JSON.stringify(name).slice(1, -1)).join(""), text);
+}
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: what it looks for
+const CONTROL_BUT_LINES = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+
+/** Whether a value holds, in any string or field name, a C0 control other than tab and line breaks, or a lone surrogate. */
+function holdsHostileText(value: unknown): boolean {
+  const bad = (text: string) => CONTROL_BUT_LINES.test(text) || !(text as string & { isWellFormed(): boolean }).isWellFormed();
+  if (typeof value === "string") return bad(value);
+  if (Array.isArray(value)) return value.some(holdsHostileText);
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value).some(([k, v]) => bad(k) || holdsHostileText(v));
+  }
+  return false;
 }
 
 /** What no answer may hold: database or runtime internals. */
@@ -273,6 +335,10 @@ describe("a seeded fuzz over every operation of the OpenAPI document", () => {
         const text = withoutEcho(typeof res.body === "string" ? res.body : JSON.stringify(res.body), r.url);
         if (res.status >= 500 || (res.status >= 400 && (res.body?.success !== false || LEAK.test(text)))) {
           throw new Error(`${r.method} ${r.url} ${JSON.stringify(r.body ?? r.raw)} → ${res.status} ${text.slice(0, 300)}`);
+        }
+        // Text no body may carry (DECISIONS: "Text never contains NUL or other C0 control characters…") is never accepted.
+        if (res.status < 300 && sendsBody && r.raw === undefined && holdsHostileText(r.body)) {
+          throw new Error(`${r.method} ${r.url} ${JSON.stringify(r.body)} → ${res.status}: accepted a control character`);
         }
       }),
       { seed, numRuns: runs, endOnFailure: true },

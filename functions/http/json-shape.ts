@@ -50,3 +50,43 @@ export async function checkJsonShape(text: string): Promise<void> {
     await turn();
   }
 }
+
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is this pattern's job
+const CONTROL_BUT_LINES = /[\u0000-\u0008\u000b\u000c\u000e-\u001f]/;
+const wellFormed = (value: string) => (value as string & { isWellFormed(): boolean }).isWellFormed();
+
+/** Why a string cannot be in any body, or undefined. Tabs and line breaks are left to each field's schema. */
+function hostile(value: string): string | undefined {
+  if (CONTROL_BUT_LINES.test(value)) return "must not contain control characters";
+  if (!wellFormed(value)) return "must be well-formed Unicode (no unpaired surrogate)";
+  return undefined;
+}
+
+/**
+ * Every string of a parsed JSON body, field names included, at any depth: no
+ * NUL or other C0 control character but tab and line breaks, no unpaired
+ * surrogate (docs/api.md, "The contract"). One check for every operation, so
+ * that a field no schema reads (a read-only field sent back and ignored, a
+ * bulk row's extra) cannot carry one past validation to the database, which
+ * cannot store a NUL. The 400 names the field by its path.
+ */
+export function checkJsonText(value: unknown, path: string[] = []): void {
+  const field = () => (path.length > 0 ? path.join(".") : "body");
+  if (typeof value === "string") {
+    const issue = hostile(value);
+    if (issue) throw new ApiError("VALIDATION_ERROR", `invalid request: ${field()}: ${issue}`, [{ field: field(), issue }]);
+  } else if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) checkJsonText(value[i], [...path, String(i)]);
+  } else if (value !== null && typeof value === "object") {
+    for (const [key, item] of Object.entries(value)) {
+      const issue = hostile(key);
+      if (issue) {
+        const issueText = `a field name ${issue}`;
+        throw new ApiError("VALIDATION_ERROR", `invalid request: ${field()}: ${issueText}`, [
+          { field: field(), issue: issueText },
+        ]);
+      }
+      checkJsonText(item, [...path, key]);
+    }
+  }
+}

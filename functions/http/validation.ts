@@ -1,6 +1,7 @@
 import type { Hook } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
 import { ApiError, type FieldIssue } from "../errors.ts";
+import { checkJsonText } from "./json-shape.ts";
 
 interface ZodIssueLike {
   code?: string;
@@ -32,7 +33,12 @@ export function validationError(issues: readonly ZodIssueLike[]): ApiError {
   return new ApiError("VALIDATION_ERROR", `invalid request: ${summary}`, details);
 }
 
-/** Every route validates through this hook, so every 400 names its fields the same way. */
-export const validationHook: Hook<unknown, AppEnv, string, unknown> = (result) => {
+/**
+ * Every route validates through this hook, so every 400 names its fields the
+ * same way. A JSON body is first checked whole (checkJsonText), the fields no
+ * schema reads included: the body as sent, which Hono parsed once and keeps.
+ */
+export const validationHook: Hook<unknown, AppEnv, string, unknown> = async (result, c) => {
+  if (result.target === "json") checkJsonText(await c.req.json());
   if (!result.success) throw validationError(result.error.issues);
 };
