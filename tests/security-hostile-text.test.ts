@@ -94,7 +94,12 @@ describe("hostile text in bodies", () => {
     const cases: { method: string; path: string; body: unknown; field: string }[] = [
       // Read-form fields a client may send back, accepted and ignored: were 201 with a NUL.
       { method: "POST", path: "/api/v1/participants", body: { ...participant, created_at: NUL }, field: "created_at" },
-      { method: "POST", path: "/api/v1/participants", body: { ...participant, supergroup_name: ESCAPE }, field: "supergroup_name" },
+      {
+        method: "POST",
+        path: "/api/v1/participants",
+        body: { ...participant, supergroup_name: ESCAPE },
+        field: "supergroup_name",
+      },
       { method: "POST", path: "/api/v1/instances", body: { name: "Camp", id: NUL }, field: "id" },
       { method: "POST", path: "/api/v1/instances", body: { name: "Camp", updated_at: "a\u0007b" }, field: "updated_at" },
       {
@@ -116,7 +121,12 @@ describe("hostile text in bodies", () => {
         body: { participants: [{ ...participant, created_at: "x\u001fy" }] },
         field: "participants.0.created_at",
       },
-      { method: "POST", path: "/api/v1/webhook-endpoints", body: { url: "https://example.com/h", types: [NUL] }, field: "types.0" },
+      {
+        method: "POST",
+        path: "/api/v1/webhook-endpoints",
+        body: { url: "https://example.com/h", types: [NUL] },
+        field: "types.0",
+      },
       // A field name with a control character.
       { method: "POST", path: "/api/v1/instances", body: { name: "Camp", [`na${"\u0000"}me`]: "x" }, field: "body" },
       // A lone surrogate where no schema looks.
