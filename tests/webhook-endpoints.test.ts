@@ -197,4 +197,52 @@ describe("webhook endpoints", () => {
     const patch = await call(strict, "PATCH", `${base}/${ok.body.data.id}`, { key, body: { url: "https://10.0.0.1/" } });
     expect(patch.status).toBe(400);
   });
+
+  it("refuses at registration the other spellings of an internal host, refused before only at delivery", async () => {
+    const key = tenant.admin.key;
+    const refused = [
+      // IPv4-compatible IPv6 (deprecated ::a.b.c.d) carrying loopback and private addresses.
+      "https://[::127.0.0.1]/",
+      "https://[::7f00:1]/",
+      "https://[::10.0.0.1]/",
+      "https://[0:0:0:0:0:0:127.0.0.1]/",
+      // IPv4-mapped, written in its other forms.
+      "https://[::ffff:7f00:1]/",
+      "https://[0:0:0:0:0:ffff:127.0.0.1]/",
+      // Names with a trailing dot (the fully qualified form of the same name).
+      "https://localhost./",
+      "https://localhost../",
+      "https://localhost%2e/",
+      "https://foo.localhost./",
+      "https://intranet./",
+      // Decimal, octal, hexadecimal and short IPv4 forms, and their trailing dots.
+      "https://2130706433/",
+      "https://0177.0.0.1/",
+      "https://0x7f.1/",
+      "https://127.1/",
+      "https://127.0.0.1./",
+      "https://0/",
+      // Special-use and private-use names.
+      "https://printer.local/",
+      "https://db.internal/",
+      "https://router.home.arpa/",
+      "https://box.localdomain/",
+      // IPv6 outside global unicast (2000::/3), and ranges that embed an IPv4 address.
+      "https://[4000::1]/",
+      "https://[2001::7f00:1]/",
+      "https://[fec0::1]/",
+      "https://[100::1]/",
+      "https://[::ffff:0:7f00:1]/",
+      "https://[64:ff9b:1::7f00:1]/",
+    ];
+    for (const url of refused) {
+      const answer = await call(strict, "POST", base, { key, body: { url } });
+      expect(answer.status, url).toBe(400);
+      expect(answer.body.error.details, url).toMatchObject([{ field: "url" }]);
+    }
+    for (const url of ["https://hooks.example.org./camp", "https://[2606:4700:4700::1111]/hook", "https://93.184.216.34/hook"]) {
+      const answer = await call(strict, "POST", base, { key, body: { url } });
+      expect(answer.status, url).toBe(201);
+    }
+  });
 });
