@@ -138,6 +138,31 @@ describe("the OpenAPI document of the service", () => {
     expect(missing).toEqual([]);
   });
 
+  it("declares on a 304 the validators and caching headers only, never a download's Content-Disposition", async () => {
+    const document = (await call(app, "GET", "/api/v1/openapi.json")).body;
+    const allowed = new Set([
+      "ETag",
+      "Cache-Control",
+      "Expires",
+      "Vary",
+      "Content-Location",
+      "X-Request-Id",
+      "RateLimit",
+      "RateLimit-Policy",
+    ]);
+    const extra: string[] = [];
+    let seen = 0;
+    for (const { method, path, op } of await operations()) {
+      const answer = op.responses["304"];
+      if (!answer) continue;
+      seen++;
+      const resolved = answer.$ref ? document.components.responses[answer.$ref.split("/").pop()] : answer;
+      for (const name of Object.keys(resolved.headers ?? {})) if (!allowed.has(name)) extra.push(`${method} ${path} ${name}`);
+    }
+    expect(seen).toBeGreaterThan(5);
+    expect(extra).toEqual([]);
+  });
+
   it("gives every operation a summary and a tag that the document describes", async () => {
     const document = (await call(app, "GET", "/api/v1/openapi.json")).body;
     const described = new Set(

@@ -48,6 +48,9 @@ export interface OperationOptions {
   headers?: ResponseHeader[];
 }
 
+/** The success headers a 304 repeats: caching ones (ETag is added for every 304). */
+const NOT_MODIFIED_HEADERS = new Set<ResponseHeader>(["Cache-Control"]);
+
 const parameter = (name: RequestHeader) => ({ $ref: `#/components/parameters/${componentName(name)}` });
 
 function headerRefs(names: ResponseHeader[]): Record<string, { $ref: string }> {
@@ -82,9 +85,11 @@ export function operation<R extends RouteConfig>(route: R & OperationOptions): R
     responses[status] = { ...(answer as object), headers: refs };
   }
   if (etag && method === "get") {
+    // A 304 carries the validators and caching headers a 200 would (RFC 9110, 15.4.5), no
+    // representation metadata: no Content-Disposition on a download's 304.
     responses["304"] = {
       description: "Not modified: If-None-Match names the current ETag (no body)",
-      headers: headerRefs(["X-Request-Id", "ETag", ...rate, ...headers]),
+      headers: headerRefs(["X-Request-Id", "ETag", ...rate, ...headers.filter((name) => NOT_MODIFIED_HEADERS.has(name))]),
     };
   }
   for (const status of [...statuses].sort()) {

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createApp } from "../../functions/app.ts";
+import { validated } from "./contract.ts";
 import { loadConfig } from "../../functions/config.ts";
 import type { Database } from "../../functions/db/database.ts";
 import { MemoryPhotoStore } from "../../functions/photos/memory-store.ts";
@@ -8,12 +9,15 @@ import type { TestDatabase } from "./database.ts";
 import { type CallResult, call, TEST_JWT_SECRET } from "./fixtures.ts";
 
 /** The real app with a photo store of the test's choice (in memory unless given). */
+/** The app with a photo store of the test's choosing, its answers checked against the OpenAPI document as testApp's are. */
 export function photoApp(db: Database, store: PhotoStore = new MemoryPhotoStore(), env: Record<string, string> = {}) {
-  return createApp({
-    db,
-    config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }),
-    photoStore: store,
-  });
+  return validated(
+    createApp({
+      db,
+      config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }),
+      photoStore: store,
+    }),
+  );
 }
 
 export type PhotoApp = ReturnType<typeof photoApp>;
