@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { createApp } from "../../functions/app.ts";
-import { validated } from "./contract.ts";
 import { loadConfig } from "../../functions/config.ts";
 import type { Database } from "../../functions/db/database.ts";
 import { MemoryPhotoStore } from "../../functions/photos/memory-store.ts";
 import type { PhotoStore } from "../../functions/photos/store.ts";
+import { validated } from "./contract.ts";
 import type { TestDatabase } from "./database.ts";
 import { type CallResult, call, TEST_JWT_SECRET } from "./fixtures.ts";
 
