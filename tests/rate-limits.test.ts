@@ -69,6 +69,25 @@ describe("rate limits", () => {
     expect(field(over.headers.get("ratelimit"), "t")).toBe(retry);
   });
 
+  it("admits the whole limit to a concurrent burst: 140 requests at once against 30 a minute get 30 answers", async () => {
+    const app = limited(30);
+    for (const credential of ["key", "token"] as const) {
+      const key = await freshKey();
+      const user = await userOfKey(key);
+      const token = await new SignJWT({ email: user.email, email_verified: true })
+        .setProtectedHeader({ alg: "HS256" })
+        .setSubject(`burst-${user.id}`)
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode(TEST_JWT_SECRET));
+      const auth = credential === "key" ? { key } : { token };
+      const answers = await Promise.all(Array.from({ length: 140 }, () => call(app, "GET", "/api/v1/instances", auth)));
+      const statuses = answers.map((a) => a.status);
+      // Before: 10 admitted, the rest refused for the window while leased hits lay unspent.
+      expect(statuses.filter((s) => s === 200).length, credential).toBe(30);
+      expect(statuses.filter((s) => s === 429).length, credential).toBe(110);
+    }
+  });
+
   it("counts per user: another user of the same tenant is not held back", async () => {
     const app = limited(2);
     const spent = await freshKey();

@@ -47,73 +47,83 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
       const hash = await hashApiKey(apiKey);
       const credential = `key:${bytesToHex(hash)}`;
       // Hits in hand, or a lease to ask for with the key lookup; a caller known to be spent is still checked first.
-      const local = limiter?.take(credential, weight);
-      // A POST's Idempotency-Key is looked up in the same round trip, in the scope the lookup opens.
-      const idempotencyKey = idempotencyKeyOf(c);
-      const openScope = local !== "spent" && (await bodyInHand(c));
-      const toPrincipal = (row: ApiKeyRow): Principal => ({
-        tenantId: row.tenant_id,
-        userId: row.user_id,
-        email: row.email,
-        role: row.role,
-        via: "api_key" as const,
-        keyId: row.key_id,
-        scopes: row.scopes,
-        ...requestIds(c),
-      });
-      const leaseNeeded = limiter !== undefined && local === undefined;
-      if (openScope && !leaseNeeded && READ_METHODS.has(c.req.method) && ONE_TRIP_READS.test(c.req.path)) {
-        // A read whose route needs no caller before its query, with no lease to take: the key is
-        // checked by the query's own round trip (one in all), and a read never needs write scope.
-        return serve(c, next, db.deferApiKey(hash, toPrincipal, requestIds(c)), local);
+      const { local, release } = limiter ? await limiter.turn(credential, weight) : NO_LIMIT;
+      try {
+        // A POST's Idempotency-Key is looked up in the same round trip, in the scope the lookup opens.
+        const idempotencyKey = idempotencyKeyOf(c);
+        const openScope = local !== "spent" && (await bodyInHand(c));
+        const toPrincipal = (row: ApiKeyRow): Principal => ({
+          tenantId: row.tenant_id,
+          userId: row.user_id,
+          email: row.email,
+          role: row.role,
+          via: "api_key" as const,
+          keyId: row.key_id,
+          scopes: row.scopes,
+          ...requestIds(c),
+        });
+        const leaseNeeded = limiter !== undefined && local === undefined;
+        if (openScope && !leaseNeeded && READ_METHODS.has(c.req.method) && ONE_TRIP_READS.test(c.req.path)) {
+          // A read whose route needs no caller before its query, with no lease to take: the key is
+          // checked by the query's own round trip (one in all), and a read never needs write scope.
+          return serve(c, next, db.deferApiKey(hash, toPrincipal, requestIds(c)), local);
+        }
+        const found = await refusedAs429(limiter, credential, () =>
+          db.authenticateApiKey<Principal, IdempotencyLookup>(hash, toPrincipal, {
+            openScope,
+            charge: local === undefined ? limiter?.chargeFor(weight) : undefined,
+            ids: requestIds(c),
+            inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
+          }),
+        );
+        if (!found) throw unauthorized(INVALID_API_KEY);
+        tenant = found.scope;
+        if (found.inScope) c.set("idempotencyLookup", found.inScope);
+        rate = settle(limiter, credential, local, tenant.principal.userId, found.lease, weight);
+      } finally {
+        release();
       }
-      const found = await refusedAs429(limiter, credential, () =>
-        db.authenticateApiKey<Principal, IdempotencyLookup>(hash, toPrincipal, {
-          openScope,
-          charge: local === undefined ? limiter?.chargeFor(weight) : undefined,
-          ids: requestIds(c),
-          inScope: idempotencyKey === undefined ? undefined : (quote) => lookupStatement(quote(idempotencyKey)),
-        }),
-      );
-      if (!found) throw unauthorized(INVALID_API_KEY);
-      tenant = found.scope;
-      if (found.inScope) c.set("idempotencyLookup", found.inScope);
-      rate = settle(limiter, credential, local, tenant.principal.userId, found.lease, weight);
     } else if (authorization !== undefined) {
       const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
       if (!match?.[1]) throw unauthorized("Authorization must be 'Bearer <token>'");
       const identity = await verifyToken(match[1]);
       if (!identity) throw unauthorized("invalid or expired token");
       const credential = `sub:${identity.subject}`;
-      const local = limiter?.take(credential, weight);
-      const charge = local === undefined ? limiter?.chargeFor(weight) : undefined;
-      // The database decides (private.resolve_token_user): by subject, or the
-      // first time by a verified e-mail that no other identity holds yet.
-      // A lease for the user is taken in the same statement, committed at once.
-      const lease = charge ? ` left join lateral ${leaseCall(charge, { subject: "'user:' || u.user_id::text" })} h on true` : "";
-      const [user, ...others] = await refusedAs429(limiter, credential, () =>
-        db.query<TokenUserRow & Partial<RateGrant>>(
-          `select u.*${lease ? ", h.granted, h.remaining, h.window_ms" : ""} from private.resolve_token_user($1, $2, $3, $4) u${lease}`,
-          [
-            identity.subject,
-            identity.email ?? null,
-            identity.emailVerified,
-            identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
-          ],
-        ),
-      );
-      if (!user || others.length > 0) throw unauthorized(unknownUserMessage(identity));
-      tenant = db.scopeFor<Principal>({
-        tenantId: user.tenant_id,
-        userId: user.user_id,
-        email: user.email,
-        role: user.role,
-        via: "bearer",
-        scopes: ["read", "write"],
-        ...requestIds(c),
-      });
-      const grant = user.granted == null ? undefined : (user as RateGrant);
-      rate = settle(limiter, credential, local, user.user_id, grant, weight);
+      const { local, release } = limiter ? await limiter.turn(credential, weight) : NO_LIMIT;
+      try {
+        const charge = local === undefined ? limiter?.chargeFor(weight) : undefined;
+        // The database decides (private.resolve_token_user): by subject, or the
+        // first time by a verified e-mail that no other identity holds yet.
+        // A lease for the user is taken in the same statement, committed at once.
+        const lease = charge
+          ? ` left join lateral ${leaseCall(charge, { subject: "'user:' || u.user_id::text" })} h on true`
+          : "";
+        const [user, ...others] = await refusedAs429(limiter, credential, () =>
+          db.query<TokenUserRow & Partial<RateGrant>>(
+            `select u.*${lease ? ", h.granted, h.remaining, h.window_ms" : ""} from private.resolve_token_user($1, $2, $3, $4) u${lease}`,
+            [
+              identity.subject,
+              identity.email ?? null,
+              identity.emailVerified,
+              identity.tenantId && isUuid(identity.tenantId) ? identity.tenantId : null,
+            ],
+          ),
+        );
+        if (!user || others.length > 0) throw unauthorized(unknownUserMessage(identity));
+        tenant = db.scopeFor<Principal>({
+          tenantId: user.tenant_id,
+          userId: user.user_id,
+          email: user.email,
+          role: user.role,
+          via: "bearer",
+          scopes: ["read", "write"],
+          ...requestIds(c),
+        });
+        const grant = user.granted == null ? undefined : (user as RateGrant);
+        rate = settle(limiter, credential, local, user.user_id, grant, weight);
+      } finally {
+        release();
+      }
     } else {
       throw unauthorized("missing credential: send X-API-Key or Authorization: Bearer");
     }
@@ -131,6 +141,9 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
     return serve(c, next, tenant, rate);
   });
 }
+
+/** No rate limit: nothing in hand, nothing to wait for. */
+const NO_LIMIT = { local: undefined, release: () => {} };
 
 /**
  * Why a verified token found no user, as far as the token itself tells: whether

@@ -86,6 +86,8 @@ export class RateLimiter {
   readonly #leases = new Map<string, Lease>();
   /** The user each credential last belonged to. */
   readonly #users = new Map<string, string>();
+  /** Credentials whose lease is being asked for, settled when its answer is in. */
+  readonly #asking = new Map<string, Promise<void>>();
 
   constructor(
     readonly limit: number,
@@ -102,10 +104,40 @@ export class RateLimiter {
     const lease = userId === undefined ? undefined : this.#leases.get(userId);
     const now = performance.now();
     if (!lease || now >= lease.ends) return undefined;
-    if (lease.spent) return "spent";
-    if (lease.hits < weight) return undefined;
-    lease.hits -= weight;
-    return this.#state(lease, now);
+    // Hits in hand are spent first, even once the shared count has nothing left: they were leased for this.
+    if (lease.hits >= weight) {
+      lease.hits -= weight;
+      return this.#state(lease, now);
+    }
+    return lease.spent ? "spent" : undefined;
+  }
+
+  /**
+   * Hits in hand, or the right to ask the database for a lease: one request
+   * per credential asks at a time, the others of a concurrent burst wait for
+   * its answer and spend what it leased. (When every request of a burst asked
+   * at once, the leases they took beyond their own hit landed in hand after
+   * most of them had been refused: 140 requests at once against a limit of 30
+   * got 10 answers.) `release` must be called once the lease is settled
+   * (leased, refused, or the request failed).
+   */
+  async turn(credential: string, weight: number): Promise<{ local: RateState | "spent" | undefined; release: () => void }> {
+    for (;;) {
+      const local = this.take(credential, weight);
+      if (local !== undefined) return { local, release: () => {} };
+      const asking = this.#asking.get(credential);
+      if (!asking) break;
+      await asking;
+    }
+    let release = () => {};
+    const asking = new Promise<void>((done) => {
+      release = () => {
+        if (this.#asking.get(credential) === asking) this.#asking.delete(credential);
+        done();
+      };
+    });
+    this.#asking.set(credential, asking);
+    return { local: undefined, release };
   }
 
   /** What to ask the database for: this request's weight and a batch ahead. */
@@ -120,7 +152,7 @@ export class RateLimiter {
     const lease = this.#leases.get(userId);
     const ends = now + granted.window_ms;
     // Hits left from an earlier lease of the same window stay in hand.
-    const carried = lease && !lease.spent && now < lease.ends ? lease.hits : 0;
+    const carried = lease && now < lease.ends ? lease.hits : 0;
     const next: Lease = { userId, hits: carried + granted.granted - weight, shared: granted.remaining, ends, spent: false };
     this.#leases.delete(userId);
     this.#leases.set(userId, next);
@@ -133,7 +165,11 @@ export class RateLimiter {
     const user = userId ?? this.#users.get(credential);
     if (user !== undefined) {
       this.#remember(credential, user);
-      this.#leases.set(user, { userId: user, hits: 0, shared: 0, ends: performance.now() + resetSeconds * 1000, spent: true });
+      const now = performance.now();
+      const lease = this.#leases.get(user);
+      // Hits still in hand (fewer than a heavy request weighs) stay there for lighter requests.
+      const hits = lease && now < lease.ends ? lease.hits : 0;
+      this.#leases.set(user, { userId: user, hits, shared: 0, ends: now + resetSeconds * 1000, spent: true });
       this.#forgetOldest(this.#leases);
     }
     return { limit: this.limit, remaining: -1, reset: resetSeconds };
