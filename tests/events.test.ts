@@ -174,6 +174,28 @@ describe("the event feed", () => {
     expect(page.body.data.map((e: FeedEvent) => e.data.participant_id)).toContain(id);
   });
 
+  it("answers 401, not the events, to a wait whose key is revoked or whose user is deactivated meanwhile", async () => {
+    for (const how of ["revoked", "deactivated"] as const) {
+      const waiter = await tenant.addUser("staff");
+      const key = waiter.key as string;
+      const { next } = await drainFeed(app, key, "now");
+      const waiting = call(app, "GET", `/api/v1/events?after=${next}&wait=20`, { key });
+      await new Promise((r) => setTimeout(r, 300));
+      if (how === "revoked") {
+        expect((await call(app, "DELETE", "/api/v1/api-keys/revoke", { key })).status).toBe(200);
+      } else {
+        const off = await call(app, "PATCH", `/api/v1/users/${waiter.userId}`, { key: tenant.admin.key, body: { active: false } });
+        expect(off.status).toBe(200);
+      }
+      // An event the waiting request would otherwise answer with, up to 30 s later.
+      await newParticipant(tenant.admin.key, `after-${how}`);
+      const page = await waiting;
+      expect(page.status, how).toBe(401);
+      expect(page.body.error.code).toBe("UNAUTHORIZED");
+      expect(JSON.stringify(page.body)).not.toContain(`after-${how}`);
+    }
+  });
+
   it("answers a wait with no event with an empty page and the cursor to keep", async () => {
     const other = await newTenant(t().db);
     const { next } = await drainFeed(app, other.admin.key, "now");

@@ -13,11 +13,14 @@ export interface FeedPage {
   hasMore: boolean;
   /** The newest transaction whose events retention removed. */
   horizon: string;
+  /** The caller may still call (private.caller_is_live): checked on every look of a waiting request. */
+  live: boolean;
 }
 
 interface FeedRow {
   head: string;
   horizon: string;
+  live: boolean;
   id: string | null;
   xact_id: string | null;
   type: string | null;
@@ -46,6 +49,7 @@ export async function readFeed(sql: Sql, after: Cursor, types: string | undefine
      )
      select pg_snapshot_xmin(pg_current_snapshot())::text as head,
             (select h.xact_id::text from private.event_horizon h) as horizon,
+            (select private.caller_is_live()) as live,
             p.id::text, p.xact_id::text, p.type, p.occurred_at, p.resource_id
      from (select) as one left join page p on true
      order by p.xact_id, p.id`,
@@ -57,7 +61,7 @@ export async function readFeed(sql: Sql, after: Cursor, types: string | undefine
   const last = found.at(-1);
   const full = limit > 0 && found.length === limit;
   const next = full && last ? { xactId: last.xact_id, id: last.id } : { xactId: first.head, id: "0" };
-  return { events, next: formatCursor(maxCursor(after, next)), hasMore: full, horizon: first.horizon };
+  return { events, next: formatCursor(maxCursor(after, next)), hasMore: full, horizon: first.horizon, live: first.live };
 }
 
 /** A cursor never moves back (a client's own cursor may stand past the head it is shown). */

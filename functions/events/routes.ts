@@ -1,5 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { badRequest, invalidField } from "../errors.ts";
+import { badRequest, invalidField, unauthorized } from "../errors.ts";
 import { json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { cleanText } from "../resources/fields.ts";
@@ -117,6 +117,9 @@ export function eventRoutes(shutdown?: AbortSignal) {
           if (left <= 0) break;
           await pause(Math.min(POLL_MS, left), signals);
           page = await read(parseCursor(page.next));
+          // The credential was checked when the request came; a wait outlasts that check.
+          if (!page.live)
+            throw unauthorized("the credential was revoked, expired or its user deactivated while the request waited");
         }
       } finally {
         leave?.();
