@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (44 migrations).
+-- Through migration 20261128060000 (45 migrations).
 
 -- Schemas and extensions
 
@@ -664,6 +664,34 @@ AS $function$
 $function$;
 revoke all on function private.caller_is_admin() from public;
 grant execute on function private.caller_is_admin() to camp_api;
+
+CREATE OR REPLACE FUNCTION private.caller_is_live()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := nullif(current_setting('request.jwt.claims', true), '')::jsonb;
+begin
+  if v_claims is null or not v_claims ? 'sub' or not v_claims ? 'tenant_id' then
+    return false;
+  end if;
+  if v_claims ->> 'key_id' is not null then
+    return exists (
+      select from private.live_api_keys k
+      where k.key_id = (v_claims ->> 'key_id')::uuid
+        and k.user_id = (v_claims ->> 'sub')::uuid
+        and k.tenant_id = (v_claims ->> 'tenant_id')::uuid);
+  end if;
+  return exists (
+    select from public.users u
+    where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = (v_claims ->> 'tenant_id')::uuid and u.active);
+end
+$function$;
+revoke all on function private.caller_is_live() from public;
+grant execute on function private.caller_is_live() to camp_api;
+comment on function private.caller_is_live() is 'Whether the user (and, for a key, the key) the request''s claims name may still call: active, not revoked, not expired.';
 
 CREATE OR REPLACE FUNCTION private.can_administer(p_user_id uuid)
  RETURNS boolean

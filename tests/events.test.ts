@@ -184,7 +184,10 @@ describe("the event feed", () => {
       if (how === "revoked") {
         expect((await call(app, "DELETE", "/api/v1/api-keys/revoke", { key })).status).toBe(200);
       } else {
-        const off = await call(app, "PATCH", `/api/v1/users/${waiter.userId}`, { key: tenant.admin.key, body: { active: false } });
+        const off = await call(app, "PATCH", `/api/v1/users/${waiter.userId}`, {
+          key: tenant.admin.key,
+          body: { active: false },
+        });
         expect(off.status).toBe(200);
       }
       // An event the waiting request would otherwise answer with, up to 30 s later.
