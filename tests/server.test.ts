@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
+import { SCOPES } from "../functions/api-keys/scopes.ts";
 import { ROOT, run, TSX } from "./support/processes.ts";
 import { freePort, type ServerProcess, startServerProcess } from "./support/server-process.ts";
 
@@ -38,7 +39,10 @@ describe("npm start on a machine without a database", () => {
       expect(server.stderr()).toContain(`curl -s -H 'X-API-Key: ${key}' http://localhost:${server.port}/api/v1/api-keys/my-key`);
       const health = await get(server.port, "/health");
       expect(health.status).toBe(200);
-      expect((await get(server.port, "/api/v1/api-keys/my-key", key)).status).toBe(200);
+      const mine = await get(server.port, "/api/v1/api-keys/my-key", key);
+      expect(mine.status).toBe(200);
+      // The demo key may try everything its admin may, care routes included.
+      expect(((await mine.json()) as { data: { scopes: string[] } }).data.scopes).toEqual([...SCOPES]);
     } finally {
       expect(await server.stop()).toBe(0);
     }
