@@ -1,6 +1,6 @@
 import { allOf, type ListMeta } from "../db/list.ts";
 import type { Sql } from "../db/sql.ts";
-import type { MovementCreateInput, MovementListFilters, MovementRecord } from "./schemas.ts";
+import type { MovementCreateInput, MovementListFilters, MovementRecord, SyncResult } from "./schemas.ts";
 
 /**
  * Movements. The API role reads them under RLS; it writes them only through
@@ -59,4 +59,14 @@ export async function listMovements(sql: Sql, filters: MovementListFilters): Pro
     [...params, filters.limit, filters.offset],
   );
   return { rows: page?.rows ?? [], meta: { total: page?.total ?? 0, limit: filters.limit, offset: filters.offset } };
+}
+
+/** Records checked by the database's door one by one (private.attendance_sync), each answered in its place. */
+export async function syncMovements(sql: Sql, records: Array<{ index: number; record: object }>): Promise<SyncResult[]> {
+  if (records.length === 0) return [];
+  const row = await sql.one<{ value: SyncResult[] }>("select private.attendance_sync($1) as value", [
+    JSON.stringify(records.map((r) => r.record)),
+  ]);
+  // The door numbers the records it was given; put back each one's place in the upload.
+  return (row?.value ?? []).map((result) => ({ ...result, index: (records[result.index] as { index: number }).index }));
 }

@@ -5,8 +5,18 @@ import { dataOf, json, listOf, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { relyOnAdminRole } from "../http/replay-rules.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
-import { getMovement, listMovements, recordMovement } from "./data.ts";
-import { CheckedMovement, Movement, MovementCreate, MovementListQuery } from "./schemas.ts";
+import { getMovement, listMovements, recordMovement, syncMovements } from "./data.ts";
+import {
+  CheckedMovement,
+  Movement,
+  MovementCreate,
+  MovementListQuery,
+  SYNC_OUTCOMES,
+  SyncAnswer,
+  SyncBody,
+  SyncRecord,
+  type SyncResult,
+} from "./schemas.ts";
 
 /**
  * Check-in and check-out (/api/v1/attendance): one movement at a time, its
@@ -55,6 +65,41 @@ const getRoute = createRoute(
   }),
 );
 
+const syncRoute = createRoute(
+  operation({
+    method: "post",
+    path: "/sync",
+    summary: "Upload movements recorded offline",
+    description: `Takes up to 1,000 movements recorded offline, each with its nonce and recorded_at, and answers each record's outcome in its place: accepted, duplicate (its nonce is stored already), conflict (kept, and flagged in the history: it contradicts its neighbours in recorded_at order) or invalid (not kept, with a reason and the field). Good records are kept whatever the others are: the one write that is not all-or-nothing. The stored history and every presence are the same whatever order and however often devices upload. ${WHO}`,
+    tags,
+    request: { body: { content: { "application/json": { schema: SyncBody } }, required: true } },
+    responses: { 200: json(dataOf(SyncAnswer), "Each record's outcome, and the counts") },
+  }),
+);
+
+/** Each record checked on its own: the invalid ones answered here, the rest by the database's door. */
+function checkRecords(records: Array<Record<string, unknown>>) {
+  const valid: Array<{ index: number; record: object }> = [];
+  const invalid: SyncResult[] = [];
+  records.forEach((raw, index) => {
+    const parsed = SyncRecord.safeParse(raw);
+    if (parsed.success) {
+      valid.push({ index, record: parsed.data });
+      return;
+    }
+    const issue = parsed.error.issues[0];
+    const nonce = typeof raw.nonce === "string" ? raw.nonce : null;
+    invalid.push({
+      index,
+      nonce,
+      outcome: "invalid",
+      reason: issue?.message ?? "is not a movement",
+      field: issue?.path.join(".") || "record",
+    });
+  });
+  return { valid, invalid };
+}
+
 export const attendanceRoutes = newRouter()
   .openapi(recordRoute, async (c) => {
     const input = c.req.valid("json");
@@ -64,6 +109,17 @@ export const attendanceRoutes = newRouter()
     const movement = recorded.movement as NonNullable<typeof recorded.movement>;
     locate(c, `/api/v1/attendance/${movement.id}`);
     return ok(c, { ...movement, security_code: recorded.security_code ?? null }, 201);
+  })
+  .openapi(syncRoute, async (c) => {
+    const { valid, invalid } = checkRecords(c.req.valid("json").records);
+    if (valid.some(({ record }) => "override_reason" in record && record.override_reason)) relyOnAdminRole(c);
+    const stored = await c.get("tenant").run((sql) => syncMovements(sql, valid), { oneStatement: true });
+    const results = [...stored, ...invalid].sort((a, b) => a.index - b.index);
+    const counts = Object.fromEntries(SYNC_OUTCOMES.map((o) => [o, results.filter((r) => r.outcome === o).length])) as Record<
+      (typeof SYNC_OUTCOMES)[number],
+      number
+    >;
+    return ok(c, { results, counts });
   })
   .openapi(listRoute, async (c) => {
     const page = await c.get("tenant").run((sql) => listMovements(sql, c.req.valid("query")), { oneStatement: true });

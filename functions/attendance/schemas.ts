@@ -119,3 +119,48 @@ export const MovementListQuery = z.object({
 export type MovementCreateInput = z.infer<typeof MovementCreate>;
 export type MovementListFilters = z.infer<typeof MovementListQuery>;
 export type MovementRecord = z.infer<typeof Movement>;
+
+/** At most this many records in one sync. */
+export const MAX_SYNC_RECORDS = 1_000;
+
+/**
+ * A sync's body. Each record is checked on its own (SyncRecord), so that one
+ * bad record is answered `invalid` while the others are kept: the body
+ * itself only has to be an array of up to 1,000 objects.
+ */
+export const SyncBody = z
+  .strictObject({
+    records: z
+      .array(z.looseObject({}).openapi({ description: "A movement as for POST /attendance, with its nonce" }))
+      .min(1)
+      .max(MAX_SYNC_RECORDS)
+      .openapi({
+        description:
+          "Movements recorded offline: {participant_id, direction, recorded_at, nonce, location?, pickup_contact_id?, security_code?, override_reason?}. nonce (a UUID) is required and stays the same on every upload; a check-in carries no security_code (the service issues codes online only).",
+      }),
+  })
+  .openapi("AttendanceSync");
+
+export const SYNC_OUTCOMES = ["accepted", "duplicate", "conflict", "invalid"] as const;
+
+export const SyncAnswer = z
+  .object({
+    results: z.array(
+      z.object({
+        index: z.number().int().openapi({ description: "The record's position in records (from 0)" }),
+        nonce: z.string().nullable().optional(),
+        outcome: z.enum(SYNC_OUTCOMES),
+        reason: z.string().optional().openapi({ description: "Why it is a conflict or invalid" }),
+        field: z.string().optional().openapi({ description: "The field an invalid record is refused on" }),
+        movement_id: uuid().optional(),
+      }),
+    ),
+    counts: z.object({
+      accepted: z.number().int(),
+      duplicate: z.number().int(),
+      conflict: z.number().int(),
+      invalid: z.number().int(),
+    }),
+  })
+  .openapi("AttendanceSyncResult");
+export type SyncResult = z.infer<typeof SyncAnswer>["results"][number];

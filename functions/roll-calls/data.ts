@@ -74,3 +74,38 @@ export async function instancePresence(sql: Sql, instanceId: string) {
   );
   return row?.value;
 }
+
+/**
+ * What a device needs to work offline in an instance: each live
+ * participant's id, names, groups, room, photo link and presence, the names
+ * (and ids) of their authorised pickups when the caller may see them
+ * (private.instance_pickups: null otherwise), and a cursor of the event feed
+ * taken in the same snapshot, to keep the copy fresh with GET /events?after=.
+ */
+export async function instanceRoster(sql: Sql, instanceId: string) {
+  const row = await sql.one<{ value: unknown }>(
+    `select jsonb_build_object(
+       'instance_id', i.id,
+       'cursor', pg_snapshot_xmin(pg_current_snapshot())::text || '.0',
+       'pickups_visible', k.pickups is not null,
+       'participants', coalesce((
+         select jsonb_agg(jsonb_build_object(
+           'id', p.id, 'user_id', p.user_id, 'first_name', p.first_name, 'surname', p.surname, 'full_name', p.full_name,
+           'super_group_id', p.super_group_id, 'supergroup_name', sg.name, 'sub_group_id', p.sub_group_id, 'subgroup_name', sub.name,
+           'block_id', p.block_id, 'block_name', b.name, 'room_id', p.room_id, 'room_number', p.room_number, 'room_name', r.name,
+           'photo_link', p.photo_link, 'presence', p.presence, 'presence_since', private.iso_time(p.presence_since),
+           'authorised_pickups', case when k.pickups is null then null else coalesce(k.pickups -> p.id::text, '[]'::jsonb) end)
+           order by p.surname, p.first_name, p.id)
+         from public.participants p
+         left join public.supergroups sg on sg.id = p.super_group_id
+         left join public.subgroups sub on sub.id = p.sub_group_id
+         left join public.blocks b on b.id = p.block_id
+         left join public.rooms r on r.id = p.room_id
+         where p.instance_id = i.id and p.deleted_at is null), '[]')) as value
+     from public.instances i
+     cross join (select private.instance_pickups($1) as pickups) k
+     where i.id = $1 and i.deleted_at is null`,
+    [instanceId],
+  );
+  return row?.value;
+}

@@ -6,7 +6,15 @@ import { list, locate, ok } from "../http/envelope.ts";
 import { dataOf, json, listOf, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { IdParam, isUuid } from "../resources/fields.ts";
-import { closeRollCall, getRollCall, instancePresence, listRollCalls, markRollCall, openRollCall } from "./data.ts";
+import {
+  closeRollCall,
+  getRollCall,
+  instancePresence,
+  instanceRoster,
+  listRollCalls,
+  markRollCall,
+  openRollCall,
+} from "./data.ts";
 import {
   MarksPut,
   Presence,
@@ -15,6 +23,8 @@ import {
   RollCallCreate,
   RollCallListQuery,
   type RollCallRecord,
+  Roster,
+  type RosterRecord,
 } from "./schemas.ts";
 
 /** Roll calls (/api/v1/roll-calls) and an instance's presence; docs/api.md, "On site". */
@@ -135,11 +145,35 @@ const presenceRoute = createRoute(
   }),
 );
 
-/** Mounted under /api/v1/instances, before the instances' own routes. */
-export const instancePresenceRoutes = newRouter().openapi(presenceRoute, async (c) => {
+const rosterRoute = createRoute(
+  operation({
+    method: "get",
+    path: "/{id}/roster",
+    summary: "What a device needs offline",
+    description: `Every live participant of the instance with id, names, groups, room, photo link and presence, and the names of their authorised pickups (names and ids only; phones, e-mails and notes stay behind care access): given to a caller with the attendance scope, a Bearer token or care access, null for anyone else. With the event feed's cursor taken at the same moment, to keep the copy fresh. ${WHO}`,
+    tags,
+    request: { params: IdParam },
+    responses: { 200: json(dataOf(Roster), "The roster and the cursor") },
+  }),
+);
+
+function instanceId(c: Context<AppEnv>): string {
   const id = c.req.param("id") ?? "";
   if (!isUuid(id)) throw notFound("instance");
-  const presence = await c.get("tenant").run((sql) => instancePresence(sql, id), { oneStatement: true });
-  if (!presence) throw notFound("instance");
-  return ok(c, presence as PresenceRecord);
-});
+  return id;
+}
+
+/** Mounted under /api/v1/instances, before the instances' own routes. */
+export const instancePresenceRoutes = newRouter()
+  .openapi(presenceRoute, async (c) => {
+    const id = instanceId(c);
+    const presence = await c.get("tenant").run((sql) => instancePresence(sql, id), { oneStatement: true });
+    if (!presence) throw notFound("instance");
+    return ok(c, presence as PresenceRecord);
+  })
+  .openapi(rosterRoute, async (c) => {
+    const id = instanceId(c);
+    const roster = await c.get("tenant").run((sql) => instanceRoster(sql, id), { oneStatement: true });
+    if (!roster) throw notFound("instance");
+    return ok(c, roster as RosterRecord);
+  });

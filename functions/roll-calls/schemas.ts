@@ -89,3 +89,43 @@ export const Presence = z
 
 export type RollCallRecord = z.infer<typeof RollCall>;
 export type PresenceRecord = z.infer<typeof Presence>;
+
+const Pickup = z.object({ id: uuid(), name: z.string() });
+
+export const Roster = z
+  .object({
+    instance_id: uuid(),
+    cursor: z.string().openapi({
+      description: "The event feed's position when this was read: GET /events?after=<cursor> gives what changed since",
+    }),
+    pickups_visible: z
+      .boolean()
+      .openapi({ description: "Whether authorised_pickups are given (the attendance scope, a Bearer token or care access)" }),
+    participants: z.array(
+      z.object({
+        id: uuid(),
+        user_id: z.string(),
+        first_name: z.string(),
+        surname: z.string(),
+        full_name: z.string(),
+        super_group_id: uuid().nullable(),
+        supergroup_name: z.string().nullable(),
+        sub_group_id: uuid().nullable(),
+        subgroup_name: z.string().nullable(),
+        block_id: uuid().nullable(),
+        block_name: z.string().nullable(),
+        room_id: uuid().nullable(),
+        room_number: z.string().nullable(),
+        room_name: z.string().nullable(),
+        photo_link: z.string().nullable(),
+        presence: z.enum(["in", "out"]).nullable(),
+        presence_since: timestamp().nullable(),
+        authorised_pickups: z
+          .array(Pickup)
+          .nullable()
+          .openapi({ description: "Names only (and ids, for pickup_contact_id); null when the caller may not see them" }),
+      }),
+    ),
+  })
+  .openapi("InstanceRoster");
+export type RosterRecord = z.infer<typeof Roster>;
