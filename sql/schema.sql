@@ -521,6 +521,41 @@ end
 $function$;
 revoke all on function private.attendance_settle(p_participant uuid) from public;
 
+CREATE OR REPLACE FUNCTION private.attendance_sync(p_records jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_record record;
+  v_answer jsonb;
+  v_answers jsonb := '[]'::jsonb;
+begin
+  if private.attendance_access() <> 'write' then
+    raise exception 'recording movements needs a key with the write or attendance scope' using errcode = 'CA403';
+  end if;
+  for v_record in
+    select r.value, r.n - 1 as index
+    from jsonb_array_elements(p_records) with ordinality as r(value, n)
+    order by r.value ->> 'participant_id', r.n
+  loop
+    v_answer := private.attendance_record(v_record.value, true);
+    v_answers := v_answers || jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+      'index', v_record.index,
+      'nonce', v_record.value ->> 'nonce',
+      'outcome', v_answer ->> 'outcome',
+      'reason', v_answer ->> 'reason',
+      'field', v_answer ->> 'field',
+      'movement_id', v_answer -> 'movement' ->> 'id')));
+  end loop;
+  return (select coalesce(jsonb_agg(a.value order by (a.value ->> 'index')::int), '[]'::jsonb)
+          from jsonb_array_elements(v_answers) a);
+end
+$function$;
+revoke all on function private.attendance_sync(p_records jsonb) from public;
+grant execute on function private.attendance_sync(p_records jsonb) to camp_api;
+
 CREATE OR REPLACE FUNCTION private.audit_actor()
  RETURNS jsonb
  LANGUAGE sql
@@ -2338,6 +2373,32 @@ $function$;
 revoke all on function private.hold_live_participant() from public;
 comment on function private.hold_live_participant() is 'Trigger (BEFORE INSERT OR UPDATE FOR EACH ROW) for every table that hangs data on a participant: locks the participant row (NEW.participant_id, or the column named by the trigger argument) FOR SHARE and refuses (CA404, constraint live_participant) when it is erased or not of the row''s tenant, so no write outruns an erasure. See *_erasure_holds.sql.';
 
+CREATE OR REPLACE FUNCTION private.instance_pickups(p_instance uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if not private.pickup_names_visible() then
+    return null;
+  end if;
+  return (
+    select coalesce(jsonb_object_agg(x.participant_id, x.pickups), '{}'::jsonb)
+    from (
+      select c.participant_id, jsonb_agg(jsonb_build_object('id', c.id, 'name', c.name) order by c.name, c.id) as pickups
+      from public.participant_contacts c
+      join public.participants p on p.id = c.participant_id
+      where c.tenant_id = private.request_tenant_id() and p.instance_id = p_instance and p.deleted_at is null
+        and c.deleted_at is null and c.authorised_pickup
+      group by c.participant_id
+    ) x);
+end
+$function$;
+revoke all on function private.instance_pickups(p_instance uuid) from public;
+grant execute on function private.instance_pickups(p_instance uuid) to camp_api;
+comment on function private.instance_pickups(p_instance uuid) is 'Names (and ids) of the authorised pickups of an instance''s live participants, for callers with the attendance scope, a Bearer token or care access; null for anyone else. Never phones, e-mails or notes.';
+
 CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
  RETURNS boolean
  LANGUAGE sql
@@ -2892,6 +2953,33 @@ AS $function$
 $function$;
 revoke all on function private.photo_consent_refused(p_participant uuid) from public;
 grant execute on function private.photo_consent_refused(p_participant uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.pickup_names_visible()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := private.audit_actor();
+begin
+  if private.care_access() <> 'none' then
+    return true;
+  end if;
+  if v_claims ->> 'key_id' is null then
+    return private.attendance_access() = 'write' and v_claims ->> 'via' = 'bearer';
+  end if;
+  return exists (
+    select from public.api_keys k
+    join public.users u on u.id = k.user_id and u.active
+    where k.id = (v_claims ->> 'key_id')::uuid and k.user_id = (v_claims ->> 'sub')::uuid
+      and k.tenant_id = private.request_tenant_id()
+      and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
+      and 'attendance' = any (k.scopes));
+end
+$function$;
+revoke all on function private.pickup_names_visible() from public;
+grant execute on function private.pickup_names_visible() to camp_api;
 
 CREATE OR REPLACE FUNCTION private.ping_webhook(p_endpoint uuid)
  RETURNS uuid
