@@ -6,6 +6,7 @@ import { RETENTION_DAYS } from "../functions/events/feed.ts";
 import { pruneEvents } from "../functions/events/retention.ts";
 import { toApiError } from "../functions/http/error-handler.ts";
 import { pruneIdempotencyKeys } from "../functions/http/idempotency-retention.ts";
+import { raiseOverdueDoses } from "../functions/medications/sweep.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
 import {
@@ -280,6 +281,15 @@ export function buildProgram(): Command {
       `delete events older than the ${RETENTION_DAYS} days the feed keeps (the webhook workers do it hourly); prints {deleted}`,
     )
     .action(() => withDatabase(async (db) => print({ deleted: await pruneEvents(db) })));
+
+  program
+    .command("health")
+    .description("the health centre")
+    .command("sweep")
+    .description(
+      "raise medication.overdue for scheduled doses left uncharted past their grace period (the webhook workers do it every minute); prints {raised}",
+    )
+    .action(() => withDatabase(async (db) => print({ raised: await raiseOverdueDoses(db) })));
 
   program
     .command("idempotency")

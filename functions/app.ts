@@ -27,6 +27,7 @@ import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
 import { instanceRoutes } from "./instances/routes.ts";
 import { meRoutes } from "./me/routes.ts";
+import { medicationPassRoutes } from "./medications/pass.ts";
 import { medicationRoutes } from "./medications/routes.ts";
 import { eraseRoutes } from "./participants/erase.ts";
 import { participantRoutes } from "./participants/routes.ts";
@@ -137,6 +138,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/attendance", attendanceRoutes);
   app.route("/api/v1/roll-calls", rollCallRoutes);
   app.route("/api/v1/instances", instancePresenceRoutes);
+  app.route("/api/v1/instances", medicationPassRoutes);
   app.route("/api/v1/instances", instanceRoutes);
   app.route("/api/v1/groups/supergroups", supergroupRoutes);
   app.route("/api/v1/groups/subgroups", subgroupRoutes);

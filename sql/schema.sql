@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (46 migrations).
+-- Through migration 20261128060000 (47 migrations).
 
 -- Schemas and extensions
 
@@ -71,6 +71,16 @@ create table private.list_counts (
 );
 alter table private.list_counts enable row level security;
 comment on table private.list_counts is 'How many rows each list holds per tenant, instance, status and deleted-or-not, kept by triggers in the writing transaction; meta.total of the unfiltered lists is read from it (private.kept_total).';
+
+create table private.overdue_doses (
+  tenant_id uuid not null,
+  medication_id uuid not null,
+  due_at timestamp with time zone not null,
+  raised_at timestamp with time zone default now() not null,
+  constraint overdue_doses_pkey PRIMARY KEY (medication_id, due_at),
+  constraint overdue_doses_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE
+);
+comment on table private.overdue_doses is 'Scheduled doses raised as medication.overdue (one event each); kept 7 days (private.raise_overdue_doses prunes).';
 
 create unlogged table private.rate_counters (
   subject text not null,
@@ -2737,6 +2747,52 @@ $function$;
 grant execute on function private.medication_json(m public.participant_medications) to public;
 grant execute on function private.medication_json(m public.participant_medications) to camp_care;
 
+CREATE OR REPLACE FUNCTION private.medication_pass(p_instance uuid, p_at timestamp with time zone, p_window_minutes integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_doses jsonb;
+  v_now timestamptz := clock_timestamp();
+  v_actor jsonb := private.audit_actor();
+begin
+  if private.care_access() = 'none' then
+    raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
+      using errcode = 'CA403';
+  end if;
+  if not exists (select from public.instances i
+                 where i.id = p_instance and i.tenant_id = private.request_tenant_id() and i.deleted_at is null) then
+    raise exception 'instance not found' using errcode = 'CA404';
+  end if;
+  with doses as (
+    select * from private.scheduled_doses(p_instance, p_at - make_interval(mins => p_window_minutes),
+                                          p_at + make_interval(mins => p_window_minutes))
+  ), audited as (
+    insert into public.audit_events
+      (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id)
+    select distinct private.request_tenant_id(), (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+           (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', 'read', 'medications', d.participant_id
+    from doses d
+    returning 1
+  )
+  select coalesce(jsonb_agg(jsonb_build_object(
+           'participant_id', d.participant_id, 'participant_name', d.participant_name,
+           'medication_id', d.medication_id, 'medication_name', d.medication_name, 'dose', d.dose, 'route', d.route,
+           'due_at', private.iso_time(d.due_at),
+           'state', case when (d.entry).id is not null then 'charted'
+                         when v_now > d.due_at + interval '60 minutes' then 'overdue' else 'due' end,
+           'entry', case when (d.entry).id is not null then private.administration_json(d.entry) end)
+         order by d.due_at, d.participant_name, d.participant_id, d.medication_name, d.medication_id), '[]'::jsonb)
+    into v_doses
+  from doses d;
+  return v_doses;
+end
+$function$;
+revoke all on function private.medication_pass(p_instance uuid, p_at timestamp with time zone, p_window_minutes integer) from public;
+grant execute on function private.medication_pass(p_instance uuid, p_at timestamp with time zone, p_window_minutes integer) to camp_api;
+
 CREATE OR REPLACE FUNCTION private.medication_schedule_text(m public.participant_medications)
  RETURNS text
  LANGUAGE sql
@@ -3093,6 +3149,40 @@ begin
 end
 $function$;
 revoke all on function private.prune_webhook_deliveries(p_before timestamp with time zone, p_batch integer) from public;
+
+CREATE OR REPLACE FUNCTION private.raise_overdue_doses(p_now timestamp with time zone DEFAULT now())
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count int;
+begin
+  delete from private.overdue_doses where raised_at < p_now - interval '7 days';
+  with overdue as (
+    select d.tenant_id, d.medication_id, d.due_at
+    from private.scheduled_doses(null, p_now - interval '24 hours' - interval '60 minutes', p_now - interval '60 minutes') d
+    where (d.entry).id is null
+  ), raised as (
+    insert into private.overdue_doses (tenant_id, medication_id, due_at)
+    select o.tenant_id, o.medication_id, o.due_at from overdue o
+    on conflict do nothing
+    returning tenant_id, medication_id, due_at
+  ), evented as (
+    insert into public.events (tenant_id, xact_id, id, type, resource_id, occurred_at)
+    select r.tenant_id, pg_current_xact_id(), nextval(pg_get_serial_sequence('public.audit_events', 'id')),
+           'medication.overdue', r.medication_id, p_now
+    from raised r
+    order by r.due_at, r.medication_id
+    returning 1
+  )
+  select count(*) into v_count from evented;
+  return v_count;
+end
+$function$;
+revoke all on function private.raise_overdue_doses(p_now timestamp with time zone) from public;
+comment on function private.raise_overdue_doses(p_now timestamp with time zone) is 'The overdue sweep: one medication.overdue event per scheduled dose left uncharted past its 60-minute grace period (due within the last day), raised once. Run by the webhook worker every minute and by camp health sweep.';
 
 CREATE OR REPLACE FUNCTION private.rate_hit(p_subject text, p_weight integer, p_limit integer, p_window_seconds integer)
  RETURNS TABLE(rate_limit integer, remaining integer, reset_seconds integer)
@@ -3617,6 +3707,36 @@ $function$;
 revoke all on function private.rooms_over_capacity(p_rooms uuid[]) from public;
 grant execute on function private.rooms_over_capacity(p_rooms uuid[]) to camp_api;
 comment on function private.rooms_over_capacity(p_rooms uuid[]) is 'The rooms of the list holding more live participants than their capacity, as this transaction sees them; locks their capacity checks until the transaction ends.';
+
+CREATE OR REPLACE FUNCTION private.scheduled_doses(p_instance uuid, p_from timestamp with time zone, p_to timestamp with time zone)
+ RETURNS TABLE(tenant_id uuid, instance_id uuid, participant_id uuid, participant_name text, medication_id uuid, medication_name text, dose text, route text, due_at timestamp with time zone, entry public.medication_administrations)
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select m.tenant_id, i.id, p.id, p.full_name, m.id, m.name, m.dose, m.route, d.due_at, e
+  from public.instances i
+  join public.participants p on p.instance_id = i.id and p.deleted_at is null
+  join public.participant_medications m on m.participant_id = p.id and m.deleted_at is null and m.times is not null
+  cross join lateral (
+    select ((day + t::time) at time zone i.time_zone) as due_at, day
+    from generate_series((p_from at time zone i.time_zone)::date, (p_to at time zone i.time_zone)::date, interval '1 day') as g(day_ts)
+    cross join lateral (select g.day_ts::date as day) dd
+    cross join unnest(m.times) as t
+  ) d
+  left join lateral (
+    select a from public.medication_administrations a
+    where a.medication_id = m.id and a.due_at = d.due_at
+      and not exists (select from public.medication_administrations c where c.amends = a.id)
+    order by a.recorded_at desc
+    limit 1
+  ) ch(e) on true
+  where (p_instance is null or i.id = p_instance) and i.deleted_at is null
+    and d.due_at >= p_from and d.due_at <= p_to
+    and (m.start_date is null or d.day >= m.start_date)
+    and (m.end_date is null or d.day <= m.end_date)
+$function$;
+revoke all on function private.scheduled_doses(p_instance uuid, p_from timestamp with time zone, p_to timestamp with time zone) from public;
 
 CREATE OR REPLACE FUNCTION private.search_deleted_participant_ids(p_term text)
  RETURNS SETOF uuid

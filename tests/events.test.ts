@@ -1,6 +1,6 @@
 import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
-import { EVENT_TYPES } from "../functions/events/types.ts";
+import { DERIVED_EVENT_TYPES } from "../functions/events/types.ts";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { drainFeed, type FeedEvent, feedPage, feedUntil } from "./support/events.ts";
@@ -131,7 +131,7 @@ describe("the event feed", () => {
             unnest(array['{}'::jsonb, '{"photo_key": [null, "k"]}', '{"photo_key": ["k", null], "photo_link": ["l", null]}']) c
        where private.event_type_of(r, a, c) is not null`,
     );
-    expect(derived.rows.map((r) => r.type).sort()).toEqual([...EVENT_TYPES].sort());
+    expect(derived.rows.map((r) => r.type).sort()).toEqual([...DERIVED_EVENT_TYPES].sort());
   });
 
   it("pages with the cursor, filters by type and starts at the head with after=now", async () => {

@@ -1,9 +1,9 @@
 /**
- * The event types of the change feed and of webhooks, as
- * private.event_type_of (sql/migrations/*_events.sql) derives them from the
- * audit trail; tests/events.test.ts holds the two lists together.
+ * The event types of the change feed and of webhooks: those
+ * private.event_type_of (sql/migrations/*_events.sql) derives from the audit
+ * trail (tests/events.test.ts holds the two lists together), and the alerts.
  */
-export const EVENT_TYPES = [
+export const DERIVED_EVENT_TYPES = [
   "instance.created",
   "instance.updated",
   "instance.deleted",
@@ -26,6 +26,14 @@ export const EVENT_TYPES = [
   "photo.replaced",
   "photo.removed",
 ] as const;
+
+/**
+ * Alerts raised by a sweep, not by a change (written into the feed directly):
+ * a scheduled dose left uncharted (*_medication_pass.sql). Thin like the rest.
+ */
+export const ALERT_EVENT_TYPES = ["medication.overdue"] as const;
+
+export const EVENT_TYPES = [...DERIVED_EVENT_TYPES, ...ALERT_EVENT_TYPES] as const;
 
 /** A test event an admin sends to one webhook endpoint (POST /webhook-endpoints/{id}/ping); never in the feed. */
 export const PING_EVENT = "webhook.ping";

@@ -4,6 +4,7 @@ import { pruneEvents } from "../events/retention.ts";
 import { thinEvent } from "../events/types.ts";
 import { pruneIdempotencyKeys } from "../http/idempotency-retention.ts";
 import { describeError, log } from "../log.ts";
+import { OVERDUE_SWEEP_MS, raiseOverdueDoses } from "../medications/sweep.ts";
 import { type AttemptOutcome, type LeasedDelivery, queue } from "./queue.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryAt } from "./retry-policy.ts";
 import { signedHeaders } from "./signing.ts";
@@ -127,6 +128,7 @@ export class WebhookWorker {
     while (!this.#stopping && Date.now() < deadline) {
       try {
         await this.#housekeeping();
+        await this.#sweepOverdue();
         const dispatched = await queue.dispatch(this.db, this.options.dispatchBatch);
         const free = this.options.concurrency - this.#inFlight.size;
         const leased = free > 0 ? await queue.claim(this.db, free, this.#leaseMs, this.options) : [];
@@ -171,6 +173,16 @@ export class WebhookWorker {
       const timer = setTimeout(finish, ms);
       this.#wake = finish;
     });
+  }
+
+  #lastOverdueSweep = 0;
+
+  /** About once a minute: overdue doses become events (idempotent, so several workers may all sweep). */
+  async #sweepOverdue(): Promise<void> {
+    if (Date.now() - this.#lastOverdueSweep < OVERDUE_SWEEP_MS) return;
+    this.#lastOverdueSweep = Date.now();
+    const raised = await raiseOverdueDoses(this.db);
+    if (raised > 0) log.info("overdue doses raised", { medication_overdue_events: raised });
   }
 
   async #housekeeping(): Promise<void> {
