@@ -214,6 +214,40 @@ describe("contacts", () => {
   });
 });
 
+describe("a keyed contact create replayed (issue 38)", () => {
+  it("is a read on the record while the participant is live, and 404 once it is deleted, as the care routes", async () => {
+    const participant = await newParticipant();
+    const key = `contact-replay-${Math.random().toString(36).slice(2, 10)}`;
+    const post = () =>
+      call(app, "POST", `/api/v1/participants/${participant}/contacts`, {
+        ...who.writer,
+        headers: { "Idempotency-Key": key },
+        body: { name: "Replayed Guardian", phone: "+44 20 7946 0958" },
+      });
+    const reads = async () =>
+      (
+        await t().admin(
+          "select count(*)::int as n from public.audit_events where action = 'read' and resource_type = 'contacts' and resource_id = $1",
+          [participant],
+        )
+      ).rows[0].n as number;
+    expect((await post()).status).toBe(201);
+    expect(await reads()).toBe(0);
+    const again = await post();
+    expect(again.status).toBe(201);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.body.data.name).toBe("Replayed Guardian");
+    expect(await reads()).toBe(1);
+
+    expect((await call(app, "DELETE", `/api/v1/participants/${participant}`, who.admin)).status).toBe(200);
+    expect((await call(app, "GET", `/api/v1/participants/${participant}/contacts`, who.writer)).status).toBe(404);
+    const afterDelete = await post();
+    expect(`${afterDelete.status} ${afterDelete.body.error?.code}`).toBe("404 NOT_FOUND");
+    expect(JSON.stringify(afterDelete.body)).not.toContain("Replayed Guardian");
+    expect(await reads()).toBe(1);
+  });
+});
+
 describe("care records", () => {
   it("start empty, are replaced by PUT and changed by PATCH, with ETags", async () => {
     const participant = await newParticipant();

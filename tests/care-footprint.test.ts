@@ -298,6 +298,53 @@ describe("a refused photo consent", () => {
     expect((await upload(app, key, id, jpeg)).status).toBe(200);
   });
 
+  it("reads as any photo removal in the feed and the trail: a refusal tells staff without care access nothing (issue 38)", async () => {
+    const key = tenant.admin.key;
+    const jpeg = await image("jpeg");
+    const ids: string[] = [];
+    for (const name of ["Removed", "Refused"]) {
+      const created = await call(app, "POST", "/api/v1/participants", {
+        ...admin,
+        body: { instance_id: instanceId, user_id: `photo-${name}`, first_name: name, surname: "Photo" },
+      });
+      ids.push(created.body.data.id);
+      expect((await upload(app, key, created.body.data.id, jpeg)).status).toBe(200);
+    }
+    const [removed, refused] = ids as [string, string];
+    const storedKey = (await t().admin("select photo_key from participants where id = $1", [removed])).rows[0].photo_key;
+    const lastEvent = (await t().admin("select coalesce(max(id), 0)::bigint as id from public.events")).rows[0].id;
+    // Staff without care access remove one photo; a refusal takes the other.
+    const deleted = await call(app, "DELETE", `/api/v1/photos/user/${removed}`, { key: staffKey });
+    expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
+    expect(store.objects.has(storedKey)).toBe(false);
+    expect((await download(app, key, removed)).status).toBe(404);
+    expect((await call(app, "DELETE", `/api/v1/photos/user/${removed}`, { key: staffKey })).status).toBe(404);
+    expect(
+      (await call(app, "PUT", `/api/v1/participants/${refused}/consents`, { ...admin, body: { photo: "refused" } })).status,
+    ).toBe(200);
+
+    // What the feed and webhooks serve (public.events, read here directly: the feed serves a commit only once no
+    // older transaction on the shared cluster is open, which other test runs may hold for a while).
+    const events = (
+      await t().admin("select type, resource_id::text as id from public.events where resource_id = any ($1) and id > $2", [
+        ids,
+        lastEvent,
+      ])
+    ).rows as Array<{ type: string; id: string }>;
+    const typeOf = (id: string) => events.filter((e) => e.id === id).map((e) => e.type);
+    expect(typeOf(removed)).toEqual(["photo.removed"]);
+    expect(typeOf(refused)).toEqual(typeOf(removed));
+    // The trail an admin without care access reads: the same fields changed, the same way.
+    const trail = await call(app, "GET", "/api/v1/audit-events?resource_type=participant&limit=1000", adminWithoutCare);
+    const changesOf = (id: string) =>
+      trail.body.data
+        .filter((e: { resource_id: string; action: string }) => e.resource_id === id && e.action === "update")
+        .slice(0, 1)
+        .map((e: { changes: Record<string, unknown> }) => e.changes);
+    expect(changesOf(refused)).toEqual([expect.any(Object)]);
+    expect(Object.keys(changesOf(refused)[0]).sort()).toEqual(Object.keys(changesOf(removed)[0]).sort());
+  });
+
   it("is also refused by the database when a refusal lands after the upload's check", async () => {
     const created = await call(app, "POST", "/api/v1/participants", {
       ...admin,

@@ -58,7 +58,11 @@ export function idempotency() {
           throw conflict(`this ${HEADER} was used for a different request (method, path or body) in the last 24 hours`);
         }
         if (stored.withheld !== null) throw withheldAnswer(stored.withheld, HEADER);
-        return { commit: false, result: replay(stored) };
+        const care = careReplay(stored, c.req.path);
+        if (!care) return { commit: false, result: replay(stored) };
+        // A care answer goes through the care door again: 404 once the participant is deleted, a read on the record.
+        await sql.query("select private.care_replay($1, $2)", [care.participant, care.type]);
+        return { commit: true, result: replay(stored) };
       }
 
       const rules: AnswerRules = { holdsSecret: false, rights: new Set() };
@@ -127,6 +131,19 @@ async function record(
       `{${[...rules.rights].sort().join(",")}}`,
     ],
   );
+}
+
+/**
+ * The participant and the read's resource type of a stored answer that
+ * carries care data (`requires` holds care), from the request's path, which
+ * the replay shares with the first request (it is in the fingerprint).
+ */
+function careReplay(stored: StoredAnswer, path: string): { participant: string; type: string } | undefined {
+  if (!stored.requires?.includes("care")) return undefined;
+  const match = /\/participants\/([0-9a-fA-F-]{36})\/([a-z-]+)/.exec(path);
+  if (!match?.[1] || !match[2]) return undefined;
+  // The path's collection is the read's type (contacts, medications, medication_administrations).
+  return { participant: match[1], type: match[2].replaceAll("-", "_") };
 }
 
 function replay(stored: StoredAnswer): Response {

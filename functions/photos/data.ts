@@ -95,6 +95,28 @@ export async function beginUpload(sql: Sql, key: string): Promise<void> {
   );
 }
 
+/**
+ * Clears the participant's photo and link, as a refused photo consent does
+ * (the same columns, so the same audit change and event). Returns the stored
+ * object's key, for the caller to delete after commit; 404 when the
+ * participant was deleted meanwhile.
+ */
+export async function clearPhoto(sql: Sql, participantId: string): Promise<{ removed: boolean; key: string | null }> {
+  const current = await sql.one<{ photo_key: string | null; photo_link: string | null }>(
+    "select photo_key, photo_link from public.participants where id = $1 and deleted_at is null for update",
+    [participantId],
+  );
+  if (!current) throw notFound("participant");
+  if (current.photo_key === null && current.photo_link === null) return { removed: false, key: null };
+  await sql.query(
+    `update public.participants
+     set photo_key = null, photo_content_type = null, photo_size = null, photo_sha256 = null, photo_link = null
+     where id = $1`,
+    [participantId],
+  );
+  return { removed: true, key: current.photo_key };
+}
+
 /** Forgets the intent of an upload whose object was removed (service.ts discard). */
 export async function endUpload(sql: Sql, key: string): Promise<void> {
   await sql.query("delete from public.photo_uploads where key = $1", [key]);

@@ -3,7 +3,8 @@ import type { Context } from "hono";
 import type { AppEnv } from "../app-env.ts";
 import { conflict, notFound } from "../errors.ts";
 import type { BodyRule } from "../http/body-policy.ts";
-import { json, newRouter } from "../http/openapi.ts";
+import { message } from "../http/envelope.ts";
+import { json, MessageSchema, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { log } from "../log.ts";
 import { cleanText, idFilter } from "../resources/fields.ts";
@@ -18,7 +19,7 @@ import {
   MULTIPART_OVERHEAD_BYTES,
 } from "./limits.ts";
 import { photoFileName, photoPath } from "./links.ts";
-import { preparePhoto, savePhoto, storeCall } from "./service.ts";
+import { preparePhoto, removePhoto, savePhoto, storeCall } from "./service.ts";
 import type { PhotoStore } from "./store.ts";
 import { readPhotoPart } from "./upload.ts";
 
@@ -119,6 +120,20 @@ const download = createRoute(
   }),
 );
 
+const remove = createRoute(
+  operation({
+    errors: [404, 409],
+    method: "delete",
+    path: "/user/{userId}",
+    summary: "Remove a participant's photo",
+    description:
+      "Removes the stored photo and clears photo_link (404 when the participant has neither). Emits photo.removed, as a refused photo consent does: the feed does not tell one from the other.",
+    tags,
+    request: { params: Params, query: Query },
+    responses: { 200: json(MessageSchema, "Removed") },
+  }),
+);
+
 /**
  * The API address of a participant's photo: what photo_link is set to. Stored
  * and shown to every user of the tenant, so it never comes from the request's
@@ -159,6 +174,15 @@ export function photoRoutes(store: PhotoStore) {
         { success: true as const, data, meta: { max_bytes: MAX_PHOTO_BYTES, allowed_types: ALLOWED_PHOTO_TYPES } },
         200,
       );
+    })
+    .openapi(remove, async (c) => {
+      const { userId } = c.req.valid("param");
+      const { instance_id } = c.req.valid("query");
+      const tenant = c.get("tenant");
+      const owner = await tenant.run((sql) => findPhotoOwner(sql, userId, instance_id));
+      const removed = await removePhoto({ tenant, store }, owner.id);
+      if (!removed) throw notFound("photo");
+      return message(c, "photo removed");
     })
     .openapi(download, async (c) => {
       const { userId } = c.req.valid("param");

@@ -4,7 +4,7 @@ import type { TenantScope } from "../db/tenant-scope.ts";
 import { ApiError } from "../errors.ts";
 import { describeError, log } from "../log.ts";
 import type { Principal } from "../principal.ts";
-import { beginUpload, currentPhotoKey, endUpload, type PhotoRecord, recordPhoto } from "./data.ts";
+import { beginUpload, clearPhoto, currentPhotoKey, endUpload, type PhotoRecord, recordPhoto } from "./data.ts";
 import { detectPhotoType } from "./detect.ts";
 import { checkGeometry } from "./geometry-limits.ts";
 import { ALLOWED_PHOTO_TYPES, PHOTO_TYPES, type PhotoType } from "./limits.ts";
@@ -125,4 +125,18 @@ export async function savePhoto(ctx: PhotoContext, participantId: string, photo:
   }
   if (replaced && replaced !== record.key) await discard(ctx, participantId, replaced);
   return { participant_id: participantId, photo_link: link, content_type: record.contentType, size: record.size };
+}
+
+/**
+ * Removes the participant's photo (stored object and link): the row is
+ * cleared exactly as a refused photo consent clears it
+ * (private.withdraw_refused_photo), so both read the same in the audit trail
+ * and the feed (photo.removed). The object goes once that has committed.
+ * False when there was nothing to remove.
+ */
+export async function removePhoto(ctx: PhotoContext, participantId: string): Promise<boolean> {
+  const cleared = await ctx.tenant.run((sql) => clearPhoto(sql, participantId));
+  if (!cleared.removed) return false;
+  if (cleared.key) await discard(ctx, participantId, cleared.key);
+  return true;
 }
