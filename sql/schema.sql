@@ -1258,6 +1258,24 @@ alter function private.care_record_write(p_participant uuid, p jsonb, p_replace 
 revoke all on function private.care_record_write(p_participant uuid, p jsonb, p_replace boolean, p_versions text[]) from public;
 grant execute on function private.care_record_write(p_participant uuid, p jsonb, p_replace boolean, p_versions text[]) to camp_api;
 
+CREATE OR REPLACE FUNCTION private.care_replay(p_participant uuid, p_type text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if not private.is_care_resource(p_type) then
+    raise exception 'not a care resource: %', p_type using errcode = 'CA400';
+  end if;
+  perform private.care_gate(p_participant, 'read');
+  perform private.audit_care_read(p_type, p_participant);
+end
+$function$;
+alter function private.care_replay(p_participant uuid, p_type text) owner to camp_care;
+revoke all on function private.care_replay(p_participant uuid, p_type text) from public;
+grant execute on function private.care_replay(p_participant uuid, p_type text) to camp_api;
+
 CREATE OR REPLACE FUNCTION private.check_room_occupancy()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2420,6 +2438,7 @@ AS $function$
 $function$;
 grant execute on function private.is_care_resource(p_type text) to public;
 grant execute on function private.is_care_resource(p_type text) to camp_api;
+grant execute on function private.is_care_resource(p_type text) to camp_care;
 grant execute on function private.is_care_resource(p_type text) to camp_reporting;
 
 CREATE OR REPLACE FUNCTION private.iso_time(p_time timestamp with time zone)
