@@ -265,6 +265,47 @@ describe("as-needed limits", () => {
   });
 });
 
+describe("as-needed limits between two open transactions", () => {
+  it("make the second chart wait for the first and then refuse it (the medication's row is locked)", async () => {
+    const participant = await newParticipant();
+    const medication = await newMedication(participant, { name: "Codeine", prn: true, min_interval_hours: 4 });
+    const claims = JSON.stringify({ tenant_id: tenant.tenantId, sub: tenant.admin.userId, via: "bearer" });
+    const open = async () => {
+      const client = await t().db.pool.connect();
+      await client.query("begin");
+      await client.query("select set_config('role', 'camp_api', true), set_config('request.jwt.claims', $1, true)", [claims]);
+      return client;
+    };
+    const chartIn = (client: pg.PoolClient) =>
+      client.query("select private.medication_administration_create($1, $2)", [
+        participant,
+        JSON.stringify({ medication_id: medication, outcome: "given" }),
+      ]);
+    const first = await open();
+    const second = await open();
+    try {
+      await chartIn(first);
+      let settled = false;
+      const racing = chartIn(second).then(
+        () => "charted",
+        (error: { code?: string }) => error.code ?? "?",
+      );
+      void racing.then(() => {
+        settled = true;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(settled).toBe(false);
+      await first.query("commit");
+      expect(await racing).toBe("CA409");
+    } finally {
+      for (const client of [first, second]) {
+        await client.query("rollback").catch(() => {});
+        client.release();
+      }
+    }
+  });
+});
+
 describe("need to know", () => {
   it("403 without care access, 404 in another tenant, on every route; every read is audited", async () => {
     const participant = await newParticipant();
