@@ -138,9 +138,10 @@ export class ServerProcess {
     readonly url: string,
   ) {}
 
-  static async start(databaseUrl: string, port: number, nodeFlags: string[] = []): Promise<ServerProcess> {
+  /** `root`: another checkout of the service (a bench comparing code before and after a change). */
+  static async start(databaseUrl: string, port: number, nodeFlags: string[] = [], root = ROOT): Promise<ServerProcess> {
     const child = spawn(process.execPath, [...nodeFlags, "--import", "tsx", "node/server.ts"], {
-      cwd: ROOT,
+      cwd: root,
       env: {
         RATE_LIMIT_PER_MINUTE: "1000000",
         LOG_LEVEL: "warning",
