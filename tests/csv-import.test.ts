@@ -84,8 +84,8 @@ describe("POST /api/v1/participants/import", () => {
       ignored_columns: ["Notes"],
       column_suggestions: [],
       outcomes: [
-        { line: 2, user_id: "p1", outcome: "created" },
-        { line: 3, user_id: "p2", outcome: "created" },
+        { line: 2, outcome: "created" },
+        { line: 3, outcome: "created" },
       ],
     });
     const rows = await stored(camp.instanceId);

@@ -12,6 +12,7 @@ import {
   normaliseStatus,
   parseDateFormat,
   suggestionsFor,
+  valueLookups,
 } from "./import-options.ts";
 import { type Candidate, NAMED_REFERENCES, type NamedReference, type RowIssue } from "./rows.ts";
 
@@ -251,7 +252,7 @@ function fieldValue(field: string, cell: string, format: DateFormat): { value: s
  */
 export async function parseImport(body: CsvBody, instanceId: string, options: ReadOptions = {}): Promise<ParsedImport> {
   const format = options.dateFormat ?? (parseDateFormat(DEFAULT_DATE_FORMAT) as DateFormat);
-  const values = options.mapping?.values ?? {};
+  const values = valueLookups(options.mapping?.values);
   let mapped: MappedHeader | undefined;
   const candidates: Candidate[] = [];
   const issues: RowIssue[] = [];
@@ -287,7 +288,7 @@ export async function parseImport(body: CsvBody, instanceId: string, options: Re
     columns.forEach((mapping, i) => {
       if (!mapping) return;
       const field = mapping.field;
-      const cell = mappedValue(values[field], unneutralise((cells[i] ?? "").trim())).trim();
+      const cell = mappedValue(values.get(field), unneutralise((cells[i] ?? "").trim())).trim();
       if (cell === "") return;
       if (isCareColumn(field)) {
         care ??= {};

@@ -161,13 +161,30 @@ export function parseMapping(json: string, field: string): Mapping {
   return parsed.data;
 }
 
-/** A cell through the mapping's values for its field: exact first, then ignoring case. */
-export function mappedValue(values: Record<string, string | null> | undefined, cell: string): string {
-  if (!values) return cell;
-  if (Object.hasOwn(values, cell)) return values[cell] ?? "";
-  const folded = cell.toLowerCase();
-  for (const [from, to] of Object.entries(values)) if (from.trim().toLowerCase() === folded) return to ?? "";
-  return cell;
+/** A field's value mapping as lookups: exact first, then ignoring case; built once per import. */
+export interface ValueLookup {
+  exact: Map<string, string>;
+  folded: Map<string, string>;
+}
+
+export function valueLookups(values: Mapping["values"]): Map<string, ValueLookup> {
+  const lookups = new Map<string, ValueLookup>();
+  for (const [field, pairs] of Object.entries(values ?? {})) {
+    const lookup: ValueLookup = { exact: new Map(), folded: new Map() };
+    for (const [from, to] of Object.entries(pairs)) {
+      lookup.exact.set(from, to ?? "");
+      const folded = from.trim().toLowerCase();
+      if (!lookup.folded.has(folded)) lookup.folded.set(folded, to ?? "");
+    }
+    lookups.set(field, lookup);
+  }
+  return lookups;
+}
+
+/** A cell through its field's value mapping (trimmed cell; one map lookup or two, whatever the mapping's size). */
+export function mappedValue(lookup: ValueLookup | undefined, cell: string): string {
+  if (!lookup) return cell;
+  return lookup.exact.get(cell) ?? lookup.folded.get(cell.toLowerCase()) ?? cell;
 }
 
 // ----------------------------------------------------------------------------- suggestions
@@ -193,11 +210,13 @@ function distance(a: string, b: string): number {
  */
 export function suggestionsFor(normalised: string, names: Map<string, string>): string[] {
   const compact = normalised.replace(/_/g, "");
-  if (compact.length < 3) return [];
+  // No field's name is longer: a longer header is nobody's typo (and the distance would cost its length squared).
+  if (compact.length < 3 || compact.length > 40) return [];
   const found = new Set<string>();
   for (const [name, field] of names) {
     const other = name.replace(/_/g, "");
-    const near = distance(compact, other) <= Math.max(1, Math.floor(Math.min(compact.length, other.length) / 4));
+    const allowed = Math.max(1, Math.floor(Math.min(compact.length, other.length) / 4));
+    const near = Math.abs(compact.length - other.length) <= allowed && distance(compact, other) <= allowed;
     if (near || (compact.length >= 4 && other.includes(compact))) found.add(field);
   }
   // A field itself before the id that stands for it (`Group`: supergroup before super_group_id).

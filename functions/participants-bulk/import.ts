@@ -51,9 +51,9 @@ export interface ImportRequest {
 
 export type Outcome = "created" | "updated" | "unchanged";
 
+/** A line's outcome by its number only: the answer names no one (a keyed request's stored answer outlives an erasure). */
 export interface LineOutcome {
   line: number;
-  user_id: string;
   outcome: Outcome;
 }
 
@@ -164,7 +164,7 @@ export async function importParticipants(tenant: TenantScope, request: ImportReq
       columns: parsed.columns,
       ignored_columns: parsed.ignored,
       column_suggestions: parsed.suggestions,
-      outcomes: plan.map((p) => ({ line: p.at, user_id: p.data.user_id, outcome: p.outcome })),
+      outcomes: plan.map((p) => ({ line: p.at, outcome: p.outcome })),
     };
   });
 }

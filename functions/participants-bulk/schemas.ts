@@ -89,6 +89,6 @@ export const ImportReport = z.object({
     .array(z.object({ column: z.string(), did_you_mean: z.array(z.string()) }))
     .openapi({ description: "Ignored columns whose names are close to a field's, with the fields they may have meant" }),
   outcomes: z
-    .array(z.object({ line: z.number().int(), user_id: z.string(), outcome: Outcome }))
+    .array(z.object({ line: z.number().int(), outcome: Outcome }))
     .openapi({ description: "Each line's outcome (on a dry run, what it would be), in line order" }),
 });
