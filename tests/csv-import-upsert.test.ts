@@ -294,7 +294,8 @@ describe("safeguarding columns", () => {
       .rows;
     const contacts = await call(app, "GET", `/api/v1/participants/${s1.id}/contacts`, careWriter);
     expect(
-      contacts.body.data.map((c: Record<string, unknown>) => [c.name, c.phone, c.email, c.emergency, c.authorised_pickup]),
+      // Created in one transaction, so they list in id order: compared by name.
+      contacts.body.data.map((c: Record<string, unknown>) => [c.name, c.phone, c.email, c.emergency, c.authorised_pickup]).sort(),
     ).toEqual([
       ["Quentin Carefield", "+447911123456", null, true, true],
       ["Second Person", null, "second@example.test", false, false],
@@ -326,7 +327,7 @@ describe("safeguarding columns", () => {
     expect(upserted.status).toBe(201);
     expect(upserted.body.data).toMatchObject({ updated: 1, unchanged: 1 });
     const after = await call(app, "GET", `/api/v1/participants/${s1.id}/contacts`, careWriter);
-    expect(after.body.data.map((c: Record<string, unknown>) => [c.name, c.phone])).toEqual([
+    expect(after.body.data.map((c: Record<string, unknown>) => [c.name, c.phone]).sort()).toEqual([
       ["Quentin Carefield", "+447400123456"],
       ["Second Person", null],
     ]);
