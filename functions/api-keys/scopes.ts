@@ -7,7 +7,7 @@ import { z } from "@hono/zod-openapi";
  * scope is a line here and the sets the database allows
  * (api_keys_scopes_check, which is the last word on combinations).
  */
-export const SCOPES = ["read", "write", "care"] as const;
+export const SCOPES = ["read", "write", "care", "attendance"] as const;
 
 export type Scope = (typeof SCOPES)[number];
 
@@ -18,11 +18,14 @@ export const scopeList = () =>
     .min(1)
     .max(SCOPES.length)
     .refine((scopes) => new Set(scopes).size === scopes.length, "must not repeat a scope")
-    .refine((scopes) => scopes.includes("read"), 'must include "read"')
+    .refine(
+      (scopes) => scopes.includes("read") || (scopes.length === 1 && scopes[0] === "attendance"),
+      'must include "read" (or be ["attendance"] alone)',
+    )
     .transform((scopes) => SCOPES.filter((scope) => scopes.includes(scope)))
     .openapi({
       description:
-        '["read"] (GET and HEAD only) or ["read", "write"] (everything the user\'s role allows), each optionally with "care": the user\'s care access to contacts, care records and consents (a key without it reaches none, whatever its user may)',
+        '["read"] (GET and HEAD only) or ["read", "write"] (everything the user\'s role allows), each optionally with "care": the user\'s care access to contacts, care records and consents (a key without it reaches none, whatever its user may), and "attendance": records movements and runs roll calls, and reads authorised pickups\' names in the roster. ["attendance"] alone reaches movements, roll calls, presence, rosters and the event feed, nothing else.',
       example: ["read", "write", "care"],
     });
 

@@ -8,6 +8,7 @@ import { isPgError } from "../db/pg-errors.ts";
 import { leaseCall, type RateGrant, type RateState } from "../db/rate-lease.ts";
 import type { TenantScope } from "../db/tenant-scope.ts";
 import { forbidden, INVALID_API_KEY, unauthorized } from "../errors.ts";
+import { handleError } from "../http/error-handler.ts";
 import { idempotencyKeyOf } from "../http/idempotency.ts";
 import { RATE_SPENT, type RateLimiter, rateHeaders, rateWeight, tooManyRequests } from "../http/rate-limit.ts";
 import type { Principal } from "../principal.ts";
@@ -23,6 +24,29 @@ const READ_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 /** The server's id of the request and the client's own, which the audit trail records. */
 const requestIds = (c: Context<AppEnv>) => ({ requestId: c.get("requestId"), clientRequestId: c.get("clientRequestId") });
 const OWN_KEY = /\/api-keys\/(regenerate|revoke)$/;
+
+/**
+ * What the attendance scope reaches (docs/api.md, "On site"): movements, roll
+ * calls, an instance's presence and roster, and the event feed that keeps a
+ * roster fresh. A key with `attendance` writes these whatever its other
+ * scopes; a key with `attendance` and without `read` reaches nothing else
+ * but who it is and its own key.
+ */
+const ON_SITE = /^\/api\/v1\/((attendance|roll-calls)(\/.*)?|instances\/[^/]+\/(presence|roster)\/?|events\/?)$/;
+const ALWAYS = /^\/api\/v1\/(me|api-keys\/(my-key|regenerate|revoke))\/?$/;
+
+/** Why the key's scopes do not reach this request, or undefined when they do. */
+function scopeRefusal(principal: Principal, method: string, path: string): string | undefined {
+  const { scopes } = principal;
+  if (!scopes.includes("read") && !ON_SITE.test(path) && !ALWAYS.test(path)) {
+    return "this API key has the attendance scope only: it reaches movements, roll calls, presence, rosters and the event feed";
+  }
+  if (scopes.includes("write") || READ_METHODS.has(method) || OWN_KEY.test(path)) return undefined;
+  if (scopes.includes("attendance") && ON_SITE.test(path)) return undefined;
+  return scopes.includes("attendance")
+    ? "this API key may write movements and roll calls only (the attendance scope, without write)"
+    : "this API key is read-only: it may only GET and HEAD";
+}
 
 /**
  * Resolves the caller from `X-API-Key` (preferred when both are sent) or
@@ -66,7 +90,7 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
         if (openScope && !leaseNeeded && READ_METHODS.has(c.req.method) && ONE_TRIP_READS.test(c.req.path)) {
           // A read whose route needs no caller before its query, with no lease to take: the key is
           // checked by the query's own round trip (one in all), and a read never needs write scope.
-          return serve(c, next, db.deferApiKey(hash, toPrincipal, requestIds(c)), local);
+          return serve(c, next, db.deferApiKey(hash, toPrincipal, requestIds(c)), local, true);
         }
         const found = await refusedAs429(limiter, credential, () =>
           db.authenticateApiKey<Principal, IdempotencyLookup>(hash, toPrincipal, {
@@ -134,9 +158,10 @@ export function authenticate(verifyToken: TokenVerifier, limiter: RateLimiter | 
       await tenant.close();
       throw tooManyRequests(rate);
     }
-    if (!principal.scopes.includes("write") && !READ_METHODS.has(c.req.method) && !OWN_KEY.test(c.req.path)) {
+    const refusal = scopeRefusal(principal, c.req.method, c.req.path);
+    if (refusal) {
       await tenant.close();
-      throw forbidden("this API key is read-only: it may only GET and HEAD");
+      throw forbidden(refusal);
     }
     return serve(c, next, tenant, rate);
   });
@@ -166,12 +191,29 @@ const ONE_TRIP_READS =
   /^\/api\/v1\/(participants|instances|groups\/supergroups|groups\/subgroups|blocks|rooms)(\/[0-9A-Fa-f-]{36})?\/?$/;
 
 /** The route, in the caller's tenant scope, closed when it is done; every answer says what is left of the rate limit. */
-async function serve(c: Context<AppEnv>, next: () => Promise<void>, tenant: TenantScope<Principal>, rate: RateState | undefined) {
+async function serve(
+  c: Context<AppEnv>,
+  next: () => Promise<void>,
+  tenant: TenantScope<Principal>,
+  rate: RateState | undefined,
+  deferred = false,
+) {
   c.set("tenant", tenant);
   try {
     await next();
   } finally {
     await tenant.close();
+  }
+  // A read whose key was checked with its query: its scopes are known now. Nothing was written;
+  // an attendance-only key gets its 403 instead of the answer.
+  if (deferred) {
+    const refusal = scopeRefusal(tenant.principal, c.req.method, c.req.path);
+    if (refusal) {
+      c.res = undefined;
+      c.res = handleError(forbidden(refusal), c);
+      // Hono carries the replaced answer's headers over: none of the record's may stay.
+      for (const name of ["ETag", "Cache-Control", "Content-Length"]) c.res.headers.delete(name);
+    }
   }
   // A 429 carries the same fields itself.
   if (rate) for (const [name, value] of Object.entries(rateHeaders(rate))) c.res.headers.set(name, value);

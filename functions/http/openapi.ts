@@ -115,7 +115,7 @@ const ERROR_ANSWERS: Record<ErrorStatus, { description: string; message: string;
   401: { description: "No credential, or one that is unknown, revoked or expired", message: "missing or invalid credential" },
   403: {
     description:
-      "The credential may not do this (a read-only key writing, a staff user doing what admins do, a replay to a caller who lost the rights the first request used)",
+      "The credential may not do this (a read-only key writing, a key with the attendance scope alone outside movements, roll calls, presence and rosters, a staff user doing what admins do, a replay to a caller who lost the rights the first request used)",
     message: "this API key is read-only: it may only GET and HEAD",
   },
   404: { description: "No such record in the caller's tenant", message: "room not found" },

@@ -23,8 +23,10 @@ import {
  *   401 with WWW-Authenticate, 429 with Retry-After, RateLimit and
  *   RateLimit-Policy, which every other answer may carry too;
  * - a path parameter: 404;
- * - every method but GET: 403 (read-only keys), 413 and 415 (any body is
- *   checked against the path's type and limit);
+ * - authenticated: 403 (a read-only key writing, a key with the attendance
+ *   scope alone outside movements, roll calls, presence and rosters);
+ * - every method but GET: 413 and 415 (any body is checked against the
+ *   path's type and limit);
  * - POST: reads Idempotency-Key, answers 409 (a key reused or in flight) and
  *   may answer Idempotent-Replayed; a 201 carries Location;
  * - `etag: true`: a GET reads If-None-Match and answers ETag and 304; PUT,
@@ -68,7 +70,7 @@ export function operation<R extends RouteConfig>(route: R & OperationOptions): R
   const statuses = new Set<ErrorStatus>([400, 500, 503, ...errors]);
   if (!isPublic) for (const s of [401, 429] as const) statuses.add(s);
   if (hasPathParameter) statuses.add(404);
-  if (write && !isPublic) statuses.add(403);
+  if (!isPublic) statuses.add(403);
   if (write) for (const s of [413, 415] as const) statuses.add(s);
   if (post && !isPublic) statuses.add(409);
   if (etag && (method === "put" || method === "patch" || method === "delete")) statuses.add(412);
