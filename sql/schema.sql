@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (48 migrations).
+-- Through migration 20261128060000 (49 migrations).
 
 -- Schemas and extensions
 
@@ -2470,6 +2470,28 @@ revoke all on function private.kept_total(p_list text, p_scope uuid, p_status te
 grant execute on function private.kept_total(p_list text, p_scope uuid, p_status text, p_include_deleted boolean) to camp_api;
 comment on function private.kept_total(p_list text, p_scope uuid, p_status text, p_include_deleted boolean) is 'meta.total of a list filtered on instance, status and include_deleted only, from private.list_counts.';
 
+CREATE OR REPLACE FUNCTION private.key_may_write()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_key text := private.audit_actor() ->> 'key_id';
+begin
+  if v_key is null then
+    return true;
+  end if;
+  return exists (
+    select from public.api_keys k
+    where k.id = v_key::uuid and k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
+      and 'write' = any (k.scopes));
+end
+$function$;
+revoke all on function private.key_may_write() from public;
+grant execute on function private.key_may_write() to camp_api;
+comment on function private.key_may_write() is 'False for a request made with a key that lacks the write scope (a read or attendance key): it changes no participant, whatever the route.';
+
 CREATE OR REPLACE FUNCTION private.lock_writable_instance(p_instance_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -4033,7 +4055,7 @@ create table public.api_keys (
   constraint api_keys_key_hash_check CHECK (octet_length(key_hash) = 32),
   constraint api_keys_key_prefix_check CHECK (char_length(key_prefix) >= 5 AND char_length(key_prefix) <= 32),
   constraint api_keys_name_check CHECK (char_length(name) >= 1 AND char_length(name) <= 100),
-  constraint api_keys_scopes_check CHECK (scopes = '{read}'::text[] OR scopes = '{read,write}'::text[] OR scopes = '{read,care}'::text[] OR scopes = '{read,write,care}'::text[])
+  constraint api_keys_scopes_check CHECK (scopes = '{read}'::text[] OR scopes = '{read,write}'::text[] OR scopes = '{read,care}'::text[] OR scopes = '{read,write,care}'::text[] OR scopes = '{attendance}'::text[] OR scopes = '{read,attendance}'::text[] OR scopes = '{read,write,attendance}'::text[] OR scopes = '{read,care,attendance}'::text[] OR scopes = '{read,write,care,attendance}'::text[])
 );
 alter table public.api_keys enable row level security;
 CREATE INDEX api_keys_live_by_user ON public.api_keys USING btree (user_id) WHERE (revoked_at IS NULL);
@@ -4046,7 +4068,7 @@ CREATE TRIGGER api_keys_audit_update AFTER UPDATE ON public.api_keys REFERENCING
 CREATE TRIGGER api_keys_guard_issue BEFORE INSERT ON public.api_keys FOR EACH ROW EXECUTE FUNCTION private.guard_key_issue();
 CREATE TRIGGER api_keys_guard_revocation BEFORE UPDATE OF revoked_at ON public.api_keys FOR EACH ROW EXECUTE FUNCTION private.guard_key_revocation();
 grant select (id, tenant_id, user_id, key_prefix, created_at, last_used_at, expires_at, revoked_at, name, scopes), insert (tenant_id, user_id, key_hash, key_prefix, expires_at, name, scopes), update (revoked_at) on table public.api_keys to camp_api;
-comment on column public.api_keys.scopes is 'What the key may do: {read} (GET and HEAD only) or {read,write} (everything its user''s role allows), each optionally with care (the user''s care access; without it, no care data at all).';
+comment on column public.api_keys.scopes is 'What the key may do: {read} (GET and HEAD only) or {read,write} (everything its user''s role allows), each optionally with care (the user''s care access) and attendance (movements, roll calls, pickups'' names in the roster); {attendance} alone reaches only movements, roll calls, presence, rosters and the event feed.';
 
 create table public.attendance_codes (
   movement_id uuid not null,
@@ -4597,6 +4619,11 @@ CREATE UNIQUE INDEX participants_user_id_key ON public.participants USING btree 
 create policy "API callers manage the participants of their tenant" on public.participants for all to camp_api
   using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)))
   with check ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Keys without the write scope add no participant" on public.participants as restrictive for insert to camp_api
+  with check (( SELECT private.key_may_write() AS key_may_write));
+create policy "Keys without the write scope change no participant" on public.participants as restrictive for update to camp_api
+  using (( SELECT private.key_may_write() AS key_may_write))
+  with check (( SELECT private.key_may_write() AS key_may_write));
 create policy "Reporting roles read the participants of their tenant" on public.participants for select to camp_reporting
   using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
 create policy "Supabase users read the participants of their tenant" on public.participants for select to authenticated
