@@ -10,9 +10,11 @@
 // and skip it, as it would with a complete lock.
 //
 // Run it after any `npm install` that changes the lock: node scripts/complete-lockfile.mjs
+// (and for the examples' own lock: node scripts/complete-lockfile.mjs examples/package-lock.json).
 import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
 
-const path = new URL("../package-lock.json", import.meta.url);
+const path = process.argv[2] ? resolve(process.argv[2]) : new URL("../package-lock.json", import.meta.url);
 const lock = JSON.parse(readFileSync(path, "utf8"));
 const packages = lock.packages;
 

@@ -4,6 +4,7 @@ import { Database } from "../functions/db/database.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, testApp } from "./support/fixtures.ts";
 import { type Bouncer, PGBOUNCER, startPgBouncer } from "./support/pgbouncer.ts";
+import { canRun, named } from "./support/skips.ts";
 
 /**
  * Behind a transaction-mode pooler (PgBouncer, as Supavisor on Supabase) with
@@ -14,9 +15,11 @@ import { type Bouncer, PGBOUNCER, startPgBouncer } from "./support/pgbouncer.ts"
 
 const t = useTestDatabase();
 // A developer's machine may lack pgbouncer; CI installs it and must run this.
-const available = PGBOUNCER !== undefined || process.env.CI === "true";
+const SUITE = "through PgBouncer in transaction mode";
+const REMEDY = "pgbouncer is not installed (apt-get install pgbouncer; .ci/run does)";
+const available = canRun(PGBOUNCER !== undefined, SUITE, REMEDY);
 
-describe.runIf(available)("through PgBouncer in transaction mode", { timeout: 60_000 }, () => {
+describe.runIf(available)(named(SUITE, available, REMEDY), { timeout: 60_000 }, () => {
   let bouncer: Bouncer;
   let db: Database;
   let app: TestApp;

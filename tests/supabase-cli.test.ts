@@ -23,8 +23,9 @@ describe("the Supabase CLI workflow", () => {
     if (available.rowCount === 0 && !process.env.DATABASE_URL) {
       // The embedded Postgres (no DATABASE_URL) is built without plpgsql_check and
       // cannot load it; the linter runs wherever a server has it, as in CI.
-      console.warn("supabase db lint NOT RUN: the embedded Postgres has no plpgsql_check (set DATABASE_URL to run it)");
-      ctx.skip();
+      const reason = "the embedded Postgres has no plpgsql_check (set DATABASE_URL to a Postgres that has it)";
+      console.warn(`SKIPPED supabase db lint: ${reason}`);
+      ctx.skip(reason);
     }
     expect(available.rowCount, "install the Debian package postgresql-15-plpgsql-check (.ci/run does)").toBe(1);
     const lint = await supabase(["db", "lint", `--remote=${t().url}`, "--level", "warning", "--fail-on", "warning"]);
