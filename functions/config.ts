@@ -9,6 +9,12 @@ const schema = z.object({
   DATABASE_URL: z.string().url().optional(),
   DATA_DIR: z.string().min(1).default("./.data"),
   PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  /**
+   * The address the Node server (and `npm run serve:edge`) binds to: this
+   * machine only by default, as fits the embedded development setup; a
+   * container sets 0.0.0.0 (docs/operations.md).
+   */
+  HOST: z.string().min(1).default("127.0.0.1"),
   AUTH_JWT_SECRET: z.string().min(1).optional(),
   AUTH_JWKS_URL: z.string().url().optional(),
   AUTH_JWT_ISSUER: z.string().min(1).optional(),

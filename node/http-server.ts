@@ -6,6 +6,8 @@ import { errorBody } from "../functions/http/envelope.ts";
 
 export interface HttpServer {
   port: number;
+  /** The address it is bound to, as the system reports it (`127.0.0.1`, `0.0.0.0`, `::`). */
+  address: string;
   /**
    * Stops taking connections and lets the requests in flight finish, for at
    * most `deadlineMs`; then cuts what is left. Resolves with how many were cut.
@@ -124,6 +126,7 @@ export async function listen(
 
   return {
     port: boundPort,
+    address: typeof address === "object" && address ? address.address : hostname,
     async drain(deadlineMs) {
       draining = true;
       // Stop listening, but keep the open connections: a request that comes on
@@ -143,4 +146,17 @@ export async function listen(
       return cut;
     },
   };
+}
+
+/**
+ * Where a server bound to `address` is reached: its URL, and a URL for a
+ * person on this machine (the loopback address when it listens on every
+ * interface). Said as it is: `localhost` may resolve to an address it does not
+ * listen on.
+ */
+export function reachedAt(address: string, port: number): { bound: string; local: string } {
+  const everywhere = address === "0.0.0.0" || address === "::";
+  const host = address.includes(":") ? `[${address}]` : address;
+  const local = everywhere ? `http://127.0.0.1:${port}` : `http://${host}:${port}`;
+  return { bound: everywhere ? `http://${host}:${port} (every interface; on this machine ${local})` : local, local };
 }

@@ -33,7 +33,10 @@ export async function resolveDatabase(config: Config, options: { ownProcessGroup
     resolved = { url: embedded.url, embedded: true, owned: embedded.owned, stop: embedded.stop };
   }
   try {
-    for (const version of await migrate(resolved.url, say)) say(`migrated ${version}`);
+    const applied = await migrate(resolved.url);
+    // One line, not one per file: on a first start that is every migration there is.
+    if (applied.length === 1) say(`applied migration ${applied[0]}`);
+    else if (applied.length > 1) say(`applied ${applied.length} migrations (${applied[0]} to ${applied.at(-1)})`);
   } catch (error) {
     await resolved.stop();
     throw error;

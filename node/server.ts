@@ -5,7 +5,7 @@ import { describeError, log } from "../functions/log.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
 import { createDemoTenant } from "../functions/tenants/provisioning.ts";
-import { listen } from "./http-server.ts";
+import { listen, reachedAt } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
 import type { FilePhotoStore } from "./photo-files.ts";
 import { startReportingGuard } from "./reporting-guard.ts";
@@ -20,7 +20,7 @@ const DEMO_ADMIN = "admin@demo.camp";
  * Called once the server listens, so a start that fails (a port in use) has
  * not yet made a key it could not show again.
  */
-async function createDemoTenantOnce(db: Database, port: number) {
+async function createDemoTenantOnce(db: Database, url: string) {
   const [row] = await db.query<{ n: number }>("select count(*)::int as n from public.tenants");
   if (row && row.n > 0) return;
   const demo = await createDemoTenant(db, DEMO_ADMIN);
@@ -29,7 +29,7 @@ async function createDemoTenantOnce(db: Database, port: number) {
   say(`  ${demo.api_key}`);
   say(`(Lost it? 'npm run camp -- keys issue ${DEMO_ADMIN} --replace' revokes it and prints a new one.)`);
   say("Try it:");
-  say(`  curl -s -H 'X-API-Key: ${demo.api_key}' http://localhost:${port}/api/v1/api-keys/my-key`);
+  say(`  curl -s -H 'X-API-Key: ${demo.api_key}' ${url}/api/v1/api-keys/my-key`);
   say("");
 }
 
@@ -100,7 +100,7 @@ export async function startServer(env: Record<string, string | undefined> = proc
       shutdown: shutdown.signal,
       deliverNow: () => wakeWorker?.(),
     });
-    const http = await listen(app.fetch, config.PORT, undefined, {
+    const http = await listen(app.fetch, config.PORT, config.HOST, {
       headersMs: config.HTTP_HEADERS_TIMEOUT_MS,
       requestMs: config.HTTP_REQUEST_TIMEOUT_MS,
       keepAliveMs: config.HTTP_KEEP_ALIVE_TIMEOUT_MS,
@@ -111,9 +111,10 @@ export async function startServer(env: Record<string, string | undefined> = proc
       wakeWorker = worker.wake;
       undo.push(worker.stop);
     }
-    if (database.embedded) await createDemoTenantOnce(db, http.port);
+    const where = reachedAt(http.address, http.port);
+    if (database.embedded) await createDemoTenantOnce(db, where.local);
     say(
-      `camp service listening on http://localhost:${http.port} ` +
+      `camp service listening on ${where.bound} ` +
         `(database: ${database.embedded ? "embedded" : "DATABASE_URL"}; photos: ${photos.where})`,
     );
 

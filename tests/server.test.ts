@@ -36,7 +36,13 @@ describe("npm start on a machine without a database", () => {
     try {
       key = /(camp_[A-Za-z0-9_-]{43})/.exec(server.stderr())?.[1] ?? "";
       expect(key).not.toBe("");
-      expect(server.stderr()).toContain(`curl -s -H 'X-API-Key: ${key}' http://localhost:${server.port}/api/v1/api-keys/my-key`);
+      expect(server.stderr()).toContain(`curl -s -H 'X-API-Key: ${key}' http://127.0.0.1:${server.port}/api/v1/api-keys/my-key`);
+      // A quiet start: one line for all the migrations, and the key within a screenful.
+      const lines = server.stderr().split("\n");
+      expect(lines.filter((line) => /migration/.test(line))).toEqual([
+        expect.stringMatching(/^applied \d+ migrations \(\d{14} to \d{14}\)$/),
+      ]);
+      expect(lines.findIndex((line) => line.includes(key))).toBeLessThan(20);
       const health = await get(server.port, "/health");
       expect(health.status).toBe(200);
       const mine = await get(server.port, "/api/v1/api-keys/my-key", key);

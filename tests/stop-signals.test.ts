@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
 import { createTenant } from "../functions/tenants/provisioning.ts";
 import { useTestDatabase } from "./support/database.ts";
+import { DENO_DIR } from "./support/deno.ts";
 import { ROOT } from "./support/processes.ts";
 import { freePort } from "./support/server-process.ts";
 
@@ -34,6 +35,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const COMMANDS = {
   "npm start": ["npm", ["start"]],
   "node --import tsx node/server.ts": [process.execPath, ["--import", "tsx", "node/server.ts"]],
+  "npm run serve:edge": ["npm", ["run", "serve:edge"]],
 } as const;
 
 interface Started {
@@ -49,7 +51,8 @@ async function start(command: keyof typeof COMMANDS, env: Record<string, string>
   const [file, args] = COMMANDS[command];
   const child = spawn(file, args, {
     cwd: ROOT,
-    env: { ...process.env, RATE_LIMIT_PER_MINUTE: "0", ...env, PORT: String(port) },
+    // Deno's cache of the function's npm packages, as the Edge Function's tests fill it.
+    env: { ...process.env, DENO_DIR, DENO_NO_UPDATE_CHECK: "1", RATE_LIMIT_PER_MINUTE: "0", ...env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });
@@ -64,7 +67,8 @@ async function start(command: keyof typeof COMMANDS, env: Record<string, string>
     child.on("exit", (code, signal) => done({ code, signal })),
   );
   const deadline = Date.now() + 90_000;
-  while (!/listening on/.test(stderr)) {
+  // The Node server says "listening on", Deno "Listening on".
+  while (!/listening on/i.test(stderr)) {
     if (child.exitCode !== null || Date.now() > deadline) {
       killGroup(child);
       throw new Error(`${command} did not start:\n${stderr}`);
@@ -179,6 +183,16 @@ describe("stopping on the embedded database", { timeout: 150_000 }, () => {
       expect(existsSync(join(dataDir, "server.pid"))).toBe(false);
     },
   );
+});
+
+describe("stopping npm run serve:edge (the Edge Function under Deno)", { timeout: 150_000 }, () => {
+  it.each([
+    ["npm run serve:edge", "SIGTERM", "the process"],
+    ["npm run serve:edge", "SIGINT", "its process group (Ctrl-C)"],
+  ] as typeof npmStart)("%s, %s to %s: exit 0, Deno gone, the port free", async (command, signal, target) => {
+    const below = await stopAndCheck(command, { DATABASE_URL: t().url }, signal, target);
+    expect(below.map((p) => p.command)).toContainEqual(expect.stringMatching(/deno run /));
+  });
 });
 
 describe("Ctrl-C on the embedded database", { timeout: 150_000 }, () => {

@@ -69,6 +69,26 @@ const handler = (request: Request) => {
 };
 
 // On Supabase the edge runtime owns the socket; elsewhere (tests, benchmarks,
-// `npm run serve:edge`) Deno listens on PORT and HOST.
+// `npm run serve:edge`) Deno listens on PORT and HOST, and stops as the Node
+// server does on SIGTERM and SIGINT: the requests in flight finish (at most
+// SHUTDOWN_TIMEOUT_MS), the pool closes, the process exits 0.
 if ("EdgeRuntime" in globalThis) Deno.serve(handler);
-else Deno.serve({ port: config.PORT, hostname: env.HOST || "0.0.0.0" }, handler);
+else {
+  const server = Deno.serve({ port: config.PORT, hostname: config.HOST }, handler);
+  let stopping = false;
+  const stop = async (signal: Deno.Signal) => {
+    if (stopping) return;
+    stopping = true;
+    console.error(`${signal}: stopping; finishing the requests in flight (at most ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
+    let timer: number | undefined;
+    const deadline = new Promise<void>((done) => {
+      timer = setTimeout(done, config.SHUTDOWN_TIMEOUT_MS);
+    });
+    await Promise.race([server.shutdown(), deadline]);
+    clearTimeout(timer);
+    await db.close();
+    console.error("stopped");
+    Deno.exit(0);
+  };
+  for (const signal of ["SIGTERM", "SIGINT"] as const) Deno.addSignalListener(signal, () => void stop(signal));
+}
