@@ -1,4 +1,7 @@
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const ROOT = fileURLToPath(new URL("../", import.meta.url));
@@ -7,6 +10,16 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
 export const TYPES_FILE = "supabase/database.types.ts";
 
 function runOrThrow(command: string, args: string[], input?: string): string {
+  // The Supabase CLI (a Bun executable) unpacks a native module into TMPDIR at each start: a directory of its own, removed after.
+  const tmp = mkdtempSync(join(tmpdir(), "camp-cli-"));
+  try {
+    return runIn(tmp, command, args, input);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+function runIn(tmp: string, command: string, args: string[], input?: string): string {
   const result = spawnSync(command, args, {
     cwd: ROOT,
     input,
@@ -19,6 +32,7 @@ function runOrThrow(command: string, args: string[], input?: string): string {
       SUPABASE_TELEMETRY_DISABLED: "1",
       SUPABASE_NO_UPDATE_NOTIFIER: "1",
       DO_NOT_TRACK: "1",
+      TMPDIR: tmp,
     },
   });
   if (result.status !== 0) throw new Error(`${command} ${args[0]} failed: ${result.stderr || result.error?.message}`);

@@ -1,4 +1,4 @@
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,14 +19,16 @@ const t = useTestDatabase();
 let server: ServerProcess;
 let key: string;
 let tenantId: string;
+let dataDir = "";
 
 beforeAll(async () => {
   const tenant = await newTenant(t().db);
   key = tenant.admin.key;
   tenantId = tenant.tenantId;
+  dataDir = mkdtempSync(join(tmpdir(), "camp-timeouts-"));
   server = await startServerProcess({
     DATABASE_URL: t().url,
-    DATA_DIR: mkdtempSync(join(tmpdir(), "camp-timeouts-")),
+    DATA_DIR: dataDir,
     HTTP_HEADERS_TIMEOUT_MS: "1000",
     HTTP_REQUEST_TIMEOUT_MS: "2000",
     LOG_LEVEL: "info",
@@ -35,6 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 async function open(): Promise<{ socket: Socket; answer: Promise<string> }> {

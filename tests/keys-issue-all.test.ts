@@ -1,14 +1,25 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, testApp } from "./support/fixtures.ts";
 import { ROOT, type RunResult, run, TSX } from "./support/processes.ts";
 
 const t = useTestDatabase();
+
+/** Directories for --out files, removed after the file's tests. */
+const scratchDirs: string[] = [];
+const scratch = () => {
+  const dir = mkdtempSync(join(tmpdir(), "camp-keys-"));
+  scratchDirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
 
 const camp = (...args: string[]) => run(TSX, ["cli/main.ts", ...args], { DATABASE_URL: t().url });
 
@@ -121,7 +132,7 @@ describe("camp keys issue-all", () => {
   it("writes the keys to a new file of mode 0600 with --out and nothing to stdout", async () => {
     const tenant = await newTenant(t().db);
     await addUsers(tenant.tenantId, 2, "file");
-    const file = join(mkdtempSync(join(tmpdir(), "camp-keys-")), "keys.jsonl");
+    const file = join(scratch(), "keys.jsonl");
     const res = await camp("keys", "issue-all", "--tenant", tenant.tenantId, "--out", file);
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toBe("");
@@ -135,7 +146,7 @@ describe("camp keys issue-all", () => {
   it("refuses to write over an existing file and then issues nothing", async () => {
     const tenant = await newTenant(t().db);
     await addUsers(tenant.tenantId, 2, "exists");
-    const file = join(mkdtempSync(join(tmpdir(), "camp-keys-")), "keys.jsonl");
+    const file = join(scratch(), "keys.jsonl");
     writeFileSync(file, "earlier keys\n");
     const res = await camp("keys", "issue-all", "--tenant", tenant.tenantId, "--out", file);
     expect(res.code).toBe(1);

@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -22,14 +22,6 @@ declare module "vitest" {
  * template; each test file then gets its own copy, so files run in parallel.
  */
 export default async function setup(project: TestProject) {
-  // One temporary directory for the whole run, removed at its end: the test
-  // files, and every process they start (the Supabase CLI unpacks a native
-  // module there, tsx keeps its cache there), inherit it as TMPDIR, so a run
-  // leaves nothing in the machine's temporary directory.
-  const runTmp = mkdtempSync(join(tmpdir(), "camp-test-run-"));
-  // As root, an embedded Postgres runs as `postgres`, which must enter it.
-  chmodSync(runTmp, 0o755);
-  process.env.TMPDIR = runTmp;
   let adminUrl = process.env.DATABASE_URL;
   let stopEmbedded: (() => Promise<void>) | undefined;
   if (!adminUrl) {
@@ -62,7 +54,6 @@ export default async function setup(project: TestProject) {
     }
     await admin.end();
     await stopEmbedded?.();
-    rmSync(runTmp, { recursive: true, force: true });
     // Vitest 4.1 keeps its transformed modules in a directory of the real temporary
     // directory (made before this setup ran) and does not remove it.
     const vitestTmp = (project.vitest as unknown as { _tmpDir?: string })._tmpDir;
