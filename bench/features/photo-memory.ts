@@ -132,6 +132,12 @@ async function main() {
       const text = await res.text();
       if (res.status !== 200) throw new Error(`upload answered ${res.status}: ${text}`);
     };
+    const sendOrExplain = (participant: string) =>
+      send(participant).catch(async (error) => {
+        await new Promise((r) => setTimeout(r, 500)); // the exit is reported after the broken socket
+        const exited = child?.exitCode ?? child?.signalCode;
+        throw exited == null ? error : new Error(`the server exited (${exited}) during the uploads:\n${stderr.slice(-4000)}`);
+      });
 
     // Warm up every code path once, then let the process settle before reading "idle".
     await send(participants[0] as string);
@@ -142,10 +148,11 @@ async function main() {
     for (let round = 0; round < ROUNDS; round++) {
       let peak = rssMb(pid);
       const sampler = setInterval(() => {
-        peak = Math.max(peak, rssMb(pid));
+        // A server that died leaves no /proc entry: the uploads then fail and say so, with its stderr.
+        if (child?.exitCode === null) peak = Math.max(peak, rssMb(pid));
       }, 10);
       const started = performance.now();
-      await Promise.all(participants.map(send));
+      await Promise.all(participants.map(sendOrExplain));
       const seconds = (performance.now() - started) / 1000;
       clearInterval(sampler);
       peak = Math.max(peak, rssMb(pid));
