@@ -353,7 +353,7 @@ async function seedStructure(sql: Sql, tenantId: string, instances: number) {
  * (so the lists' `deleted_at is null` has something to skip), registrations
  * spread over the four months before the camp.
  */
-async function seedParticipants(sql: Sql, tenantId: string, perInstance: number) {
+async function seedParticipants(sql: Sql, tenantId: string, perInstance: number, from: number, to: number) {
   await sql.query(
     `with inst as materialized (
        select i.id, i.start_date, i.end_date,
@@ -367,7 +367,7 @@ async function seedParticipants(sql: Sql, tenantId: string, perInstance: number)
        select inst.*, g,
          case when random() < 0.48 then 'Female' when random() < 0.96 then 'Male' else 'Other' end as gender,
          random() as r1, random() as r2, random() as r3
-       from inst cross join generate_series(1, $2) g
+       from inst cross join generate_series($10::int, $11::int) g
      ), named as (
        select person.*,
          case gender when 'Female' then ($3::text[])[1 + floor(r1 * array_length($3::text[], 1))::int]
@@ -398,9 +398,12 @@ async function seedParticipants(sql: Sql, tenantId: string, perInstance: number)
        start_date - 120 + (g::float / $2 * 110) * interval '1 day',
        case when g % 100 = 0 then start_date - 5 end
      from named`,
-    [tenantId, perInstance, FEMALE, MALE, OTHER, SURNAMES, RANKS, UNITS, SCHOOLS],
+    [tenantId, perInstance, FEMALE, MALE, OTHER, SURNAMES, RANKS, UNITS, SCHOOLS, from, to],
   );
 }
+
+/** Participants per instance written in one transaction. */
+const CHUNK = 5_000;
 
 /** Seeds the database behind `db`; returns the tenants with their plaintext keys. */
 export async function seed(db: Database, options: SeedOptions): Promise<SeededTenant[]> {
@@ -410,12 +413,21 @@ export async function seed(db: Database, options: SeedOptions): Promise<SeededTe
   for (const [n, tenant] of tenants.entries()) {
     await db.asOwner(async (sql) => {
       await sql.query("select setseed($1)", [(n + 1) / (tenants.length + 1)]);
-      // The seed fills rooms evenly whatever their capacity (a large seed overfills them): the
-      // operator's override of the capacity rule (*_room_capacity.sql), as for any data load.
-      await sql.query("select private.override_room_capacity()");
       await seedStructure(sql, tenant.id, options.instancesPerTenant);
-      await seedParticipants(sql, tenant.id, options.participantsPerInstance);
     });
+    // In transactions of at most CHUNK participants per instance: one transaction that
+    // counts a hundred thousand placements into a few rooms updates each room's count
+    // row thousands of times, and every update walks the versions before it.
+    const per = options.participantsPerInstance;
+    for (let from = 1; from <= per; from += CHUNK) {
+      await db.asOwner(async (sql) => {
+        await sql.query("select setseed($1)", [((n + 1) / (tenants.length + 1) + from / per) % 1]);
+        // The seed fills rooms evenly whatever their capacity (a large seed overfills them): the
+        // operator's override of the capacity rule (*_room_capacity.sql), as for any data load.
+        await sql.query("select private.override_room_capacity()");
+        await seedParticipants(sql, tenant.id, per, from, Math.min(per, from + CHUNK - 1));
+      });
+    }
     const total = (n + 1) * options.instancesPerTenant * options.participantsPerInstance;
     log(
       `tenant ${n + 1}/${tenants.length}: ${total.toLocaleString("en")} participants, ${((Date.now() - started) / 1000).toFixed(1)} s`,
