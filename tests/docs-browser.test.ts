@@ -60,5 +60,9 @@ describe.skipIf(skipBrowser)("GET /docs in headless Chromium", () => {
     expect(paths).toContain("/api/v1/participants");
     expect(paths).toContain("/api/v1/participants/{id}");
     expect(result.stdout).toContain("Camp Administration Service API");
+    // A filter over the operations, and the authentication section says where a key comes from.
+    expect(result.stdout).toMatch(/class="operation-filter-input"/);
+    expect(result.stdout).toContain("keys issue");
+    expect(result.stdout).toContain("/api/v1/api-keys/generate");
   }, 90_000);
 });

@@ -25,6 +25,11 @@ export const START_SCRIPT = `window.ui = SwaggerUIBundle({
   dom_id: "#swagger-ui",
   deepLinking: true,
   defaultModelsExpandDepth: 0,
+  // A box over the operations that keeps those whose tag matches what is typed.
+  filter: true,
+  // The key entered under Authorize is kept in this browser's localStorage across reloads (Logout forgets it).
+  persistAuthorization: true,
+  displayRequestDuration: true,
 });
 `;
 

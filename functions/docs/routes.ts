@@ -26,6 +26,12 @@ const CONTENT_TYPES: Record<string, string> = {
 const DESCRIPTION = [
   "Multi-tenant administration of camps (instances), their groups, blocks, rooms and participants.",
   "Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <jwt>`; every call sees only the caller's tenant.",
+  [
+    "**Where a key comes from.** `npm start` prints one for the demo tenant's admin on its first start;",
+    "an operator issues one with `npm run camp -- keys issue <email>` (or `camp tenant create` for a new tenant);",
+    "a signed-in user trades a Bearer token for one with `POST /api/v1/api-keys/generate`.",
+    "Enter it under **Authorize** (ApiKey): this page keeps it across reloads until **Logout**.",
+  ].join(" "),
   "Success: `{success: true, data, meta?}`; errors: `{success: false, error: {code, message, details?}}`.",
 ].join("\n\n");
 
