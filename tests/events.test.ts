@@ -126,9 +126,10 @@ describe("the event feed", () => {
   it("knows exactly the types the database derives", async () => {
     const derived = await t().admin(
       `select distinct private.event_type_of(r, a, c) as type
-       from unnest(array['instance', 'supergroup', 'subgroup', 'block', 'room', 'participant', 'user', 'api_key', 'webhook_endpoint', 'contact']) r,
+       from unnest(array['instance', 'supergroup', 'subgroup', 'block', 'room', 'participant', 'user', 'api_key', 'webhook_endpoint', 'contact', 'movement', 'roll_call', 'roll_call_mark']) r,
             unnest(array['create', 'update', 'delete', 'erase', 'read']) a,
-            unnest(array['{}'::jsonb, '{"photo_key": [null, "k"]}', '{"photo_key": ["k", null], "photo_link": ["l", null]}']) c
+            unnest(array['{}'::jsonb, '{"photo_key": [null, "k"]}', '{"photo_key": ["k", null], "photo_link": ["l", null]}',
+              '{"direction": "in"}', '{"direction": "out"}', '{"status": ["open", "closed"]}']) c
        where private.event_type_of(r, a, c) is not null`,
     );
     expect(derived.rows.map((r) => r.type).sort()).toEqual([...DERIVED_EVENT_TYPES].sort());

@@ -3,6 +3,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { addBlock, addInstance, addRoom, addSubgroup, addSupergroup } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { type CallOptions, call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
+import { startReceiver } from "./support/receiver.ts";
+import { addEndpoint, testWorker, workUntil } from "./support/webhooks.ts";
 
 /**
  * Who is here now and roll calls over HTTP: presence counts per group, block
@@ -42,7 +44,7 @@ const checkIn = async (id: string) =>
   ).toBe(201);
 
 beforeAll(async () => {
-  app = testApp(t().db);
+  app = testApp(t().db, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true" });
   tenant = await newTenant(t().db);
   const other = await newTenant(t().db);
   admin = { key: tenant.admin.key };
@@ -207,4 +209,39 @@ describe("roll calls", () => {
     );
     expect(left.rows[0].n).toBe(0);
   });
+});
+
+describe("roll_call.closed", () => {
+  it("reaches a webhook when a roll call finds a child missing, thin: the roll call's id, whose read names the missing", async () => {
+    const hook = await startReceiver();
+    try {
+      await addEndpoint(app, tenant.admin.key, { url: hook.url, types: ["roll_call.closed", "participant.checked_in"] });
+      const lost = await newParticipant("Lost", { super_group_id: camp.blue });
+      await checkIn(lost);
+      const opened = await call(app, "POST", "/api/v1/roll-calls", {
+        ...staff,
+        body: { instance_id: camp.instance, super_group_id: camp.blue },
+      });
+      const id = opened.body.data.id;
+      const others = opened.body.data.expected.filter((p: string) => p !== lost);
+      await call(app, "PUT", `/api/v1/roll-calls/${id}/marks`, {
+        ...staff,
+        body: { marks: others.map((p: string) => ({ participant_id: p, mark: "present" })) },
+      });
+      const closed = await call(app, "POST", `/api/v1/roll-calls/${id}/close`, staff);
+      expect(closed.body.data.missing).toEqual([lost]);
+      const worker = testWorker(t().db);
+      const closedEvents = () => hook.received.map((r) => JSON.parse(r.body)).filter((e) => e.type === "roll_call.closed");
+      // Earlier roll calls of this file closed too; this one's event is the one that names it.
+      await workUntil(worker, () => closedEvents().some((e) => e.data.roll_call_id === id));
+      const event = closedEvents().find((e) => e.data.roll_call_id === id);
+      expect(Object.keys(event.data)).toEqual(["roll_call_id"]);
+      expect(JSON.stringify(hook.received.map((r) => r.body))).not.toContain("Lost");
+      const read = await call(app, "GET", `/api/v1/roll-calls/${event.data.roll_call_id}`, staff);
+      expect(read.body.data.missing).toEqual([lost]);
+      await workUntil(worker, () => hook.received.some((r) => JSON.parse(r.body).type === "participant.checked_in"));
+    } finally {
+      await hook.close();
+    }
+  }, 90_000);
 });

@@ -25,6 +25,9 @@ export const DERIVED_EVENT_TYPES = [
   "participant.erased",
   "photo.replaced",
   "photo.removed",
+  "participant.checked_in",
+  "participant.checked_out",
+  "roll_call.closed",
 ] as const;
 
 /**
@@ -51,9 +54,10 @@ export interface ThinEvent {
   data: Record<string, string>;
 }
 
-/** The name of the id an event's data carries: a photo is its participant's, a ping its endpoint's. */
+/** The name of the id an event's data carries: a photo is its participant's, a ping its endpoint's, a check-in or check-out its movement's. */
 function idName(type: string): string {
   if (type === PING_EVENT) return "webhook_endpoint_id";
+  if (type === "participant.checked_in" || type === "participant.checked_out") return "movement_id";
   const resource = type.slice(0, type.indexOf("."));
   return `${resource === "photo" ? "participant" : resource}_id`;
 }
