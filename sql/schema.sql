@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (49 migrations).
+-- Through migration 20261128060000 (50 migrations).
 
 -- Schemas and extensions
 
@@ -1823,6 +1823,12 @@ CREATE OR REPLACE FUNCTION private.event_type_of(p_resource_type text, p_action 
  SET search_path TO ''
 AS $function$
   select case
+    when p_resource_type = 'movement' then
+      case when p_action = 'create' then
+        case p_changes ->> 'direction' when 'in' then 'participant.checked_in' when 'out' then 'participant.checked_out' end
+      end
+    when p_resource_type = 'roll_call' then
+      case when p_action = 'update' and p_changes -> 'status' ->> 1 = 'closed' then 'roll_call.closed' end
     when p_resource_type not in ('instance', 'supergroup', 'subgroup', 'block', 'room', 'participant')
       or p_action not in ('create', 'update', 'delete', 'erase') then null
     when p_action = 'erase' and p_resource_type <> 'participant' then null
