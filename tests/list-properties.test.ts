@@ -157,6 +157,10 @@ const fixture = {
   auditRequestIds: [] as string[],
   auditResources: [] as string[],
   eventIds: [] as string[],
+  /** Medications of `participant` (one deleted), and the times the lists of movements and administrations filter on. */
+  medications: [] as string[],
+  movementTimes: [] as string[],
+  administrationTimes: [] as string[],
 };
 
 async function owner<R>(text: string, values: unknown[] = []): Promise<R[]> {
@@ -318,7 +322,7 @@ const MODELS: Record<string, ListModel> = {
       owner(
         `select p.id::text, p.instance_id::text, p.status, p.super_group_id::text, p.sub_group_id::text, p.block_id::text,
            p.room_id::text, p.first_name, p.surname, p.full_name, p.user_id, p.date_of_birth::text,
-           p.arrival_date::text, p.departure_date::text, coalesce(c.severe_allergy, false) as severe_allergy,
+           p.arrival_date::text, p.departure_date::text, coalesce(c.severe_allergy, false) as severe_allergy, p.presence,
            ${ts("p.created_at")} as created_at, ${ts("p.updated_at")} as updated_at, ${ts("p.deleted_at")} as deleted_at
          from public.participants p left join public.participant_care c on c.id = p.id where p.tenant_id = $1`,
         [tenantId],
@@ -339,6 +343,7 @@ const MODELS: Record<string, ListModel> = {
           fc.constantFrom("a", "d", "--", "zzz", "É", "Éve"),
         ),
       ),
+      presence: optional("in", "out", "none"),
       severe_allergy: optional("true"),
       ...syncParams(MODELS["GET /api/v1/participants"] as never, () => fixture.timestamps),
     }),
@@ -349,6 +354,8 @@ const MODELS: Record<string, ListModel> = {
         if (q[field] !== undefined && row[field] !== q[field]) return false;
       }
       if (q.severe_allergy === "true" && !row.severe_allergy) return false;
+      // Presence: the direction of the last movement; none when no movement was recorded.
+      if (q.presence !== undefined && (row.presence ?? "none") !== q.presence) return false;
       if (q.q !== undefined) {
         const term = fold(q.q);
         const key = [row.first_name, row.surname, row.full_name, row.user_id].map((s) => fold(String(s))).join("\u001f");
@@ -440,6 +447,13 @@ const MODELS: Record<string, ListModel> = {
         "contacts",
         "consents",
         "care_flag",
+        "movement",
+        "roll_call",
+        "roll_call_mark",
+        "medication",
+        "medications",
+        "medication_administration",
+        "medication_administrations",
       ),
       resource_id: idOf(() => fixture.auditResources),
       actor_user_id: idOf(() => fixture.users),
@@ -487,6 +501,104 @@ const MODELS: Record<string, ListModel> = {
       (q.status === undefined || row.status === q.status) && (q.event_id === undefined || row.event_id === q.event_id),
     order: ["-created_at"],
   },
+  "GET /api/v1/attendance": {
+    path: () => "/api/v1/attendance",
+    rows: () =>
+      owner(
+        `select id::text, instance_id::text, participant_id::text, direction, nonce::text, ${ts("recorded_at")} as recorded_at
+         from public.attendance_movements where tenant_id = $1`,
+        [tenantId],
+      ),
+    params: () => ({
+      instance_id: idOf(() => fixture.instances),
+      participant_id: idOf(() => fixture.participants),
+      direction: optional("in", "out"),
+      since: maybe(fc.constantFrom(...fixture.movementTimes)),
+    }),
+    anchored: ["instance_id", "participant_id"],
+    matches: (row, q) =>
+      ["instance_id", "participant_id", "direction"].every((field) => q[field] === undefined || row[field] === q[field]) &&
+      (q.since === undefined || String(row.recorded_at) >= q.since),
+    // The timeline: by the device's clock, the nonce breaking ties.
+    order: ["recorded_at", "nonce"],
+  },
+  "GET /api/v1/roll-calls": {
+    path: () => "/api/v1/roll-calls",
+    rows: () =>
+      owner(
+        `select id::text, instance_id::text, status, ${ts("created_at")} as created_at from public.roll_calls where tenant_id = $1`,
+        [tenantId],
+      ),
+    params: () => ({ instance_id: idOf(() => fixture.instances), status: optional("open", "closed") }),
+    matches: (row, q) =>
+      (q.instance_id === undefined || row.instance_id === q.instance_id) && (q.status === undefined || row.status === q.status),
+    order: ["created_at"],
+  },
+  "GET /api/v1/participants/{id}/medications": {
+    path: () => `/api/v1/participants/${fixture.participant}/medications`,
+    // Milliseconds, as for contacts: the list filters and sorts the values it answers with.
+    rows: () =>
+      owner(
+        `select id::text, name, ${tsMs("created_at")} as created_at, ${tsMs("updated_at")} as updated_at,
+           ${tsMs("deleted_at")} as deleted_at from public.participant_medications where tenant_id = $1 and participant_id = $2`,
+        [tenantId, fixture.participant],
+      ),
+    params: () => ({
+      ...syncParams(MODELS["GET /api/v1/participants/{id}/medications"] as never, () => fixture.timestamps),
+    }),
+    matches: syncMatches,
+    order: ["created_at"],
+    sortable: { name: "text", created_at: "text", updated_at: "text" },
+  },
+  "GET /api/v1/participants/{id}/medication-administrations": {
+    path: () => `/api/v1/participants/${fixture.participant}/medication-administrations`,
+    rows: async () => {
+      const entries = await owner<Row>(
+        `select id::text, medication_id::text, amends::text, ${ts("administered_at")} as administered_at,
+           ${ts("recorded_at")} as recorded_at from public.medication_administrations where tenant_id = $1 and participant_id = $2`,
+        [tenantId, fixture.participant],
+      );
+      // An entry and its corrections are one chain, under the entry they all go back to.
+      const byId = new Map(entries.map((entry) => [entry.id, entry]));
+      const rootOf = (entry: Row): string => {
+        const amended = entry.amends === null ? undefined : byId.get(String(entry.amends));
+        return amended ? rootOf(amended) : entry.id;
+      };
+      const withRoots: Row[] = entries.map((entry) => ({ ...entry, root: rootOf(entry) }));
+      return withRoots.map((entry) => {
+        const chain = withRoots.filter((other) => other.root === entry.root);
+        return {
+          ...entry,
+          started: chain.map((other) => String(other.recorded_at)).sort()[0] as string,
+          chain_administered: chain.map((other) => String(other.administered_at)).join("|"),
+        };
+      });
+    },
+    params: () => ({
+      medication_id: idOf(() => fixture.medications),
+      from: maybe(fc.constantFrom(...fixture.administrationTimes)),
+      to: maybe(fc.constantFrom(...fixture.administrationTimes)),
+    }),
+    // from and to take whole chains: a chain is listed when one of its entries was administered in [from, to).
+    matches: (row, q) =>
+      (q.medication_id === undefined || row.medication_id === q.medication_id) &&
+      String(row.chain_administered)
+        .split("|")
+        .some((at) => (q.from === undefined || at >= q.from) && (q.to === undefined || at < q.to)),
+    // Chains in the order they were started, each entry after the one it corrects.
+    order: ["started", "root", "recorded_at"],
+  },
+};
+
+/**
+ * GET operations answering `data` and `meta` that are not lists of records:
+ * they page otherwise (or not at all), and are tested on their own terms.
+ */
+const NOT_RECORD_LISTS: Record<string, string> = {
+  // Pages by cursor only, in commit order: "the event feed" below.
+  "GET /api/v1/events": "the event feed",
+  // Every dose due around a moment, computed, unpaged (no limit or offset) and without ids: tests/health-pass.test.ts.
+  "GET /api/v1/instances/{id}/medication-pass": "the medication pass",
 };
 
 /** The lists of the document: GET operations answering a `data` array with `meta`. */
@@ -700,6 +812,96 @@ beforeAll(async () => {
   }
   fixture.eventIds.push("11", "13", "16");
 
+  // Movements: checked in, checked out and in again, two at one time (the nonce orders them), some never recorded.
+  const at = (minute: number) => `2026-11-20T08:${String(minute).padStart(2, "0")}:00Z`;
+  for (const [i, direction, minute] of [
+    [0, "in", 0],
+    [1, "in", 1],
+    [2, "in", 2],
+    [0, "out", 3],
+    [2, "out", 4],
+    [3, "in", 5],
+    [6, "in", 5],
+    [2, "in", 6],
+    [6, "out", 7],
+  ] as const) {
+    const moved = await call(app, "POST", "/api/v1/attendance", {
+      ...admin,
+      body: {
+        participant_id: fixture.participants[i],
+        direction,
+        recorded_at: at(minute),
+        ...(direction === "out" ? { override_reason: "collected by the coach" } : {}),
+      },
+    });
+    expect(moved.status, JSON.stringify(moved.body)).toBe(201);
+  }
+  const moments = await owner<{ at: string }>(
+    `select distinct ${ts("recorded_at")} as at from public.attendance_movements where tenant_id = $1 order by at`,
+    [tenantId],
+  );
+  fixture.movementTimes.push("2000-01-01T00:00:00Z", ...moments.map((r) => r.at), "2999-01-01T00:00:00Z");
+
+  // Roll calls: open and closed, in both instances.
+  const rollCalls: string[] = [];
+  for (const [instance, name] of [
+    [i1, "lunch"],
+    [i2, "night"],
+    [i1, "dinner"],
+    [i1, "games"],
+  ] as const) {
+    const opened = await call(app, "POST", "/api/v1/roll-calls", { ...admin, body: { instance_id: instance?.id, name } });
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    rollCalls.push(opened.body.data.id);
+  }
+  for (const id of [rollCalls[0], rollCalls[2]]) {
+    expect((await call(app, "POST", `/api/v1/roll-calls/${id}/close`, admin)).status).toBe(200);
+  }
+
+  // Medications of the participant with contacts: scheduled and as needed, one renamed, one deleted.
+  for (const body of [
+    { name: "ada", times: ["08:00", "20:00"] },
+    { name: "bo", prn: true },
+    { name: "cyd" },
+    { name: "bo", dose: "5 ml" },
+    { name: "eve", times: ["12:00"] },
+  ]) {
+    const created = await call(app, "POST", `/api/v1/participants/${p0}/medications`, { ...admin, body });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    fixture.medications.push(created.body.data.id);
+  }
+  const [scheduled, asNeeded, , , renamed] = fixture.medications as [string, string, string, string, string];
+  await owner("update public.participant_medications set name = 'fin' where id = $1", [renamed]);
+  await owner("update public.participant_medications set deleted_at = now() where id = $1", [fixture.medications[2]]);
+  fixture.medications.push(randomUUID());
+  // Administrations: doses of both, and a correction that moves the first to another day.
+  const charted: string[] = [];
+  for (const body of [
+    { medication_id: scheduled, outcome: "given", administered_at: "2026-07-14T08:10:00Z" },
+    { medication_id: asNeeded, outcome: "given", administered_at: "2026-07-14T12:00:00Z" },
+    { medication_id: scheduled, outcome: "refused", administered_at: "2026-07-14T20:05:00Z" },
+    { medication_id: asNeeded, outcome: "given", administered_at: "2026-07-15T12:00:00Z" },
+  ]) {
+    const entry = await call(app, "POST", `/api/v1/participants/${p0}/medication-administrations`, { ...admin, body });
+    expect(entry.status, JSON.stringify(entry.body)).toBe(201);
+    charted.push(entry.body.data.id);
+  }
+  const correction = await call(app, "POST", `/api/v1/participants/${p0}/medication-administrations`, {
+    ...admin,
+    body: { amends: charted[0], reason: "charted on the wrong day", administered_at: "2026-07-15T08:05:00Z" },
+  });
+  expect(correction.status, JSON.stringify(correction.body)).toBe(201);
+  const administered = await owner<{ at: string }>(
+    `select distinct ${ts("administered_at")} as at from public.medication_administrations where tenant_id = $1 order by at`,
+    [tenantId],
+  );
+  fixture.administrationTimes.push(
+    "2000-01-01T00:00:00Z",
+    ...administered.map((r) => r.at),
+    "2026-07-15T00:00:00Z",
+    "2999-01-01T00:00:00Z",
+  );
+
   // Soft deletes, last: a participant, a contact, a room, a block's room and block, a subgroup, a supergroup, an instance.
   await owner("update public.participants set deleted_at = now() where id = any($1::uuid[])", [
     [4, 7, 11, 14].map((i) => fixture.participants[i]),
@@ -792,10 +994,10 @@ describe("every list of the document has a model here", () => {
   it("covers each list and each of its query parameters", () => {
     const lists = documentedLists();
     expect(lists.length).toBeGreaterThan(10);
-    const missing = lists.filter((list) => !(list.key in MODELS) && list.key !== "GET /api/v1/events");
+    const missing = lists.filter((list) => !(list.key in MODELS) && !(list.key in NOT_RECORD_LISTS));
     expect(missing.map((list) => list.key)).toEqual([]);
     for (const list of lists) {
-      if (list.key === "GET /api/v1/events") continue;
+      if (list.key in NOT_RECORD_LISTS) continue;
       const model = MODELS[list.key] as ListModel;
       const known = [...Object.keys(model.params()), "limit", "offset", ...(CURSOR_LISTS.has(list.key) ? ["after"] : [])].sort();
       expect(list.params.map((p) => p.name).sort(), list.key).toEqual(known);
@@ -898,6 +1100,8 @@ describe("lists answer every combination of their parameters with the right rows
 describe("the CSV export", { timeout: 300_000 }, () => {
   /** The export takes the participant list's filters, and lists the live participants in list order, all of them. */
   const LIST_ONLY = ["sort", "updated_since", "include_deleted", "severe_allergy", "limit", "offset"];
+  /** What the export takes beside the filters: which columns it writes, not which participants. */
+  const EXPORT_ONLY = ["include_care"];
   const participants = () => MODELS["GET /api/v1/participants"] as ListModel;
 
   it("takes the participant list's filters, those the model knows", () => {
@@ -905,6 +1109,7 @@ describe("the CSV export", { timeout: 300_000 }, () => {
     const params = (document.paths["/api/v1/participants/export.csv"].get.parameters as any[])
       .filter((p) => p.in === "query")
       .map((p) => p.name as string)
+      .filter((name) => !EXPORT_ONLY.includes(name))
       .sort();
     expect(params).toEqual(
       Object.keys(participants().params())

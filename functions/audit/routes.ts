@@ -25,6 +25,8 @@ const CARE_RESOURCES = [
   "care_flag",
   "medication",
   "medications",
+  "medication_administration",
+  "medication_administrations",
 ] as const;
 
 const AuditEvent = z
@@ -85,6 +87,9 @@ const Query = z.object({
       "user",
       "api_key",
       "webhook_endpoint",
+      "movement",
+      "roll_call",
+      "roll_call_mark",
       ...CARE_RESOURCES,
     ])
     .optional()
