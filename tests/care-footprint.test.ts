@@ -139,7 +139,18 @@ describe("care data stays out of", () => {
     const without = await call(app, "GET", "/api/v1/audit-events?limit=1000", adminWithoutCare);
     expect(without.status).toBe(200);
     expect(leaked(JSON.stringify(without.body))).toEqual([]);
-    const careTypes = ["contact", "care_record", "consent", "contacts", "consents", "care_flag", "medication", "medications"];
+    const careTypes = [
+      "contact",
+      "care_record",
+      "consent",
+      "contacts",
+      "consents",
+      "care_flag",
+      "medication",
+      "medications",
+      "medication_administration",
+      "medication_administrations",
+    ];
     expect(without.body.data.filter((e: { resource_type: string }) => careTypes.includes(e.resource_type))).toEqual([]);
     expect(without.body.data.length).toBeGreaterThan(0);
     // Asked for care events by name, it is refused (403), never answered an empty list (issue 38).
