@@ -91,6 +91,45 @@ function expectOver(
   });
 }
 
+/**
+ * The CSV import's 409 (issue 40, item 2): a summary of the problem first, then each
+ * room over named by block and number, with its capacity and the spreadsheet rows
+ * (header = row 1) that overfill it, then each line's problem.
+ */
+function expectImportOver(
+  res: { status: number; body: { error?: { message?: string; details?: Array<Record<string, unknown>> } } },
+  rooms: Array<{ room: { id: string; number: string }; capacity: number; occupancy: number; lines: number[] }>,
+) {
+  expect(res.status, JSON.stringify(res.body)).toBe(409);
+  const error = res.body.error as { code: string; message: string; details: Array<Record<string, unknown>> };
+  expect(error.code).toBe("CONFLICT");
+  expect(error.message).toBe(
+    `${rooms.length === 1 ? "a room" : `${rooms.length} rooms`} would be over capacity; nothing was imported`,
+  );
+  const lines = rooms.flatMap((r) => r.lines).sort((x, y) => x - y);
+  expect(error.details[0]).toEqual({
+    field: "room_id",
+    column: "room",
+    issue: "would fill its room over capacity",
+    count: lines.length,
+    samples: [...new Set(rooms.map((r) => r.room.number))].slice(0, 3),
+  });
+  expect(error.details.filter((d) => d.room_id !== undefined)).toEqual(
+    rooms.map((r) => ({
+      field: "room_id",
+      column: "room",
+      issue: `room ${r.room.number} of block Pines would hold ${r.occupancy} participants, over its capacity of ${r.capacity} (lines ${r.lines.join(", ")})`,
+      room_id: r.room.id,
+      room_number: r.room.number,
+      block_name: "Pines",
+      capacity: r.capacity,
+      occupancy: r.occupancy,
+      lines: r.lines,
+    })),
+  );
+  expect(error.details.filter((d) => d.line !== undefined).map((d) => d.line)).toEqual(lines);
+}
+
 /** A connection with an open transaction in the tenant's scope, as the API opens one. */
 async function tenantTransaction(): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: t().url });
@@ -199,7 +238,7 @@ describe("room capacity on bulk writes", () => {
     const r = await room(2);
     await placed(r.id);
     const csv = `user_id,first_name,surname,block,room\ncsv-${people}-a,Ada,Lovelace,Pines,${r.number}\ncsv-${people}-b,Alan,Turing,Pines,${r.number}\n`;
-    expectOver(await importCsv(csv), { room: r, capacity: 2, occupancy: 3 });
+    expectImportOver(await importCsv(csv), [{ room: r, capacity: 2, occupancy: 3, lines: [2, 3] }]);
     expect(await occupancy(r.id)).toBe(1);
   });
 
@@ -216,11 +255,13 @@ describe("room capacity on bulk writes", () => {
       { room_id: b.id, room_number: b.number, capacity: 2, occupancy: 3 },
     ].sort((x, y) => x.room_id.localeCompare(y.room_id));
     for (const query of ["&dry_run=true", ""]) {
-      const res = await importCsv(csv, query);
-      expect(res.status, JSON.stringify(res.body)).toBe(409);
-      expect(res.body.error.message).toBe("2 rooms would be over their capacity");
-      expect(res.body.error.details).toEqual(expected.map((room) => expect.objectContaining({ field: "room_id", ...room })));
+      // Rows 2 to 6 (the header is row 1): a at 2, b at 3, 4 and 5; listed in file order.
+      expectImportOver(await importCsv(csv, query), [
+        { room: a, capacity: 1, occupancy: 2, lines: [2] },
+        { room: b, capacity: 2, occupancy: 3, lines: [3, 4, 5] },
+      ]);
     }
+    expect(await occupancy(a.id)).toBe(1);
     const bulk = await post(`${PARTICIPANTS}/bulk`, {
       participants: [a, b, b, b, c].map((r) => person({ room_id: r.id })),
     });
@@ -240,7 +281,7 @@ describe("room capacity on bulk writes", () => {
     });
     expect(res.code).toBe(1);
     expect(res.stdout).toBe("");
-    expect(res.stderr).toContain(`room ${r.number} would hold 2 participants, over its capacity of 1`);
+    expect(res.stderr).toContain(`room ${r.number} of block Pines would hold 2 participants, over its capacity of 1 (lines 2)`);
     expect(await occupancy(r.id)).toBe(1);
   });
 });

@@ -3,6 +3,7 @@ import type { Sql } from "../db/sql.ts";
 import type { TenantScope } from "../db/tenant-scope.ts";
 import { ApiError, conflict, type FieldIssue, invalidField } from "../errors.ts";
 import type { CreateInput } from "../participants/schemas.ts";
+import { textIssue } from "../resources/fields.ts";
 import { overrideCapacity } from "../rooms/capacity.ts";
 import { type CareInput, careOf, isCareColumn } from "./care-columns.ts";
 import { failingRows, insertPrepared } from "./create-many.ts";
@@ -361,6 +362,16 @@ async function careImport(sql: Sql, planned: Planned[], write: boolean): Promise
   return new Set(row?.changed ?? []);
 }
 
+const DEL_OR_C1 = /[\u007f-\u009f]/;
+
+/**
+ * Whether a cell may be shown as a sample: never one holding a control
+ * character (a line break included) or an unpaired surrogate, so an error
+ * never echoes the value it refused for those characters, nor carries them
+ * to a log line or a terminal.
+ */
+const echoable = (value: string) => textIssue(value) === undefined && !DEL_OR_C1.test(value);
+
 /**
  * The 400 (or 409 when every problem is a room over capacity): a summary
  * per column and problem with a count and a few sample values (none of care
@@ -395,7 +406,7 @@ function rejection(
     group.count++;
     const field = issue.field === "room_id" && !rawOf.get(issue.at)?.room_id ? "room" : issue.field;
     const sample = isCareColumn(issue.field) ? undefined : rawOf.get(issue.at)?.[field];
-    if (sample !== undefined && group.samples.size < SAMPLES) group.samples.add(sample);
+    if (sample !== undefined && echoable(sample) && group.samples.size < SAMPLES) group.samples.add(sample);
   }
   const summary: FieldIssue[] = [...groups.values()].map((g) =>
     withColumn({
