@@ -80,7 +80,7 @@ else {
     if (stopping) return;
     stopping = true;
     console.error(`${signal}: stopping; finishing the requests in flight (at most ${config.SHUTDOWN_TIMEOUT_MS} ms)`);
-    let timer: number | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     const deadline = new Promise<void>((done) => {
       timer = setTimeout(done, config.SHUTDOWN_TIMEOUT_MS);
     });
