@@ -1,4 +1,4 @@
-import { ApiError } from "../errors.ts";
+import { ApiError, type FieldIssue } from "../errors.ts";
 import { pacer } from "./pace.ts";
 
 /**
@@ -62,31 +62,46 @@ function hostile(value: string): string | undefined {
   return undefined;
 }
 
+/** Fields named in one answer at most, as a bulk's or an import's problems are (each row's are wanted). */
+const MAX_LISTED = 1_000;
+
 /**
  * Every string of a parsed JSON body, field names included, at any depth: no
  * NUL or other C0 control character but tab and line breaks, no unpaired
  * surrogate (docs/api.md, "The contract"). One check for every operation, so
  * that a field no schema reads (a read-only field sent back and ignored, a
  * bulk row's extra) cannot carry one past validation to the database, which
- * cannot store a NUL. The 400 names the field by its path.
+ * cannot store a NUL. The 400 names each such field by its path (the first
+ * 1,000), so a bulk of bad rows hears of every row.
  */
-export function checkJsonText(value: unknown, path: string[] = []): void {
-  const field = () => (path.length > 0 ? path.join(".") : "body");
-  if (typeof value === "string") {
-    const issue = hostile(value);
-    if (issue) throw new ApiError("VALIDATION_ERROR", `invalid request: ${field()}: ${issue}`, [{ field: field(), issue }]);
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) checkJsonText(value[i], [...path, String(i)]);
-  } else if (value !== null && typeof value === "object") {
-    for (const [key, item] of Object.entries(value)) {
-      const issue = hostile(key);
-      if (issue) {
-        const issueText = `a field name ${issue}`;
-        throw new ApiError("VALIDATION_ERROR", `invalid request: ${field()}: ${issueText}`, [
-          { field: field(), issue: issueText },
-        ]);
+export function checkJsonText(value: unknown): void {
+  const found: FieldIssue[] = [];
+  let more = 0;
+  const note = (path: string[], issue: string) => {
+    if (found.length < MAX_LISTED) found.push({ field: path.length > 0 ? path.join(".") : "body", issue });
+    else more++;
+  };
+  const walk = (item: unknown, path: string[]) => {
+    if (typeof item === "string") {
+      const issue = hostile(item);
+      if (issue) note(path, issue);
+    } else if (Array.isArray(item)) {
+      for (let i = 0; i < item.length; i++) walk(item[i], [...path, String(i)]);
+    } else if (item !== null && typeof item === "object") {
+      for (const [key, inner] of Object.entries(item)) {
+        const issue = hostile(key);
+        if (issue) note(path, `a field name ${issue}`);
+        else walk(inner, [...path, key]);
       }
-      checkJsonText(item, [...path, key]);
     }
-  }
+  };
+  walk(value, []);
+  const [first] = found;
+  if (!first) return;
+  const rest = found.length - 1 + more;
+  throw new ApiError(
+    "VALIDATION_ERROR",
+    `invalid request: ${first.field}: ${first.issue}${rest > 0 ? ` (and ${rest} more field${rest === 1 ? "" : "s"})` : ""}`,
+    found,
+  );
 }
