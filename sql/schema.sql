@@ -1003,7 +1003,7 @@ CREATE OR REPLACE FUNCTION private.care_export_cells(p_participant uuid)
  SET search_path TO ''
 AS $function$
 declare
-  v_cells text[] := '{}';
+  v_cells text[] := '{}'::text[];
   v_contact public.participant_contacts;
   v_care public.participant_care;
   v_n int := 0;
@@ -1102,7 +1102,7 @@ declare
   v_care public.participant_care;
   v_diff jsonb;
   v_differs boolean;
-  v_changed uuid[] := '{}';
+  v_changed uuid[] := '{}'::uuid[];
 begin
   if private.care_access() <> 'write' then
     raise exception 'no write access to care data (needs care_access write, and for an API key its care and write scopes)'

@@ -30,7 +30,7 @@ declare
   v_care public.participant_care;
   v_diff jsonb;
   v_differs boolean;
-  v_changed uuid[] := '{}';
+  v_changed uuid[] := '{}'::uuid[];
 begin
   if private.care_access() <> 'write' then
     raise exception 'no write access to care data (needs care_access write, and for an API key its care and write scopes)'
@@ -114,7 +114,7 @@ create function private.care_export_cells(p_participant uuid) returns text[]
   set search_path = ''
 as $$
 declare
-  v_cells text[] := '{}';
+  v_cells text[] := '{}'::text[];
   v_contact public.participant_contacts;
   v_care public.participant_care;
   v_n int := 0;
