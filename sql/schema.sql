@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128060000 (50 migrations).
+-- Through migration 20261128140000 (51 migrations).
 
 -- Schemas and extensions
 
@@ -1290,7 +1290,7 @@ end
 $function$;
 
 CREATE OR REPLACE FUNCTION private.claim_webhook_deliveries(p_limit integer, p_lease interval, p_per_endpoint integer, p_per_tenant integer)
- RETURNS TABLE(id uuid, tenant_id uuid, endpoint_id uuid, url text, event_id bigint, event_type text, resource_id uuid, occurred_at timestamp with time zone, tries integer, cycle_started_at timestamp with time zone, lease_token uuid, secrets text[])
+ RETURNS TABLE(id uuid, tenant_id uuid, endpoint_id uuid, url text, event_id bigint, event_type text, resource_id uuid, occurred_at timestamp with time zone, tries integer, cycle_started_at timestamp with time zone, lease_token uuid, secrets text[], data jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
@@ -1354,7 +1354,8 @@ begin
          l.cycle_started_at, l.lease_token,
          array(select s.secret from private.webhook_secrets s
                where s.endpoint_id = l.endpoint_id and (s.expires_at is null or s.expires_at > now())
-               order by s.created_at desc)
+               order by s.created_at desc),
+         l.data
   from leased l join public.webhook_endpoints w on w.id = l.endpoint_id;
 end
 $function$;
@@ -1559,8 +1560,8 @@ CREATE OR REPLACE FUNCTION private.derive_events()
  SET search_path TO ''
 AS $function$
 begin
-  insert into public.events (tenant_id, xact_id, id, type, resource_id, occurred_at)
-  select n.tenant_id, pg_current_xact_id(), n.id, t.type, n.resource_id, n.occurred_at
+  insert into public.events (tenant_id, xact_id, id, type, resource_id, occurred_at, data)
+  select n.tenant_id, pg_current_xact_id(), n.id, t.type, n.resource_id, n.occurred_at, private.event_data_of(t.type, n.changes)
   from new_rows n
   cross join lateral (select private.event_type_of(n.resource_type, n.action, n.changes) as type) t
   where t.type is not null;
@@ -1590,15 +1591,15 @@ begin
     for update of d skip locked
   loop
     with batch as (
-      select e.xact_id, e.id, e.type, e.resource_id, e.occurred_at from public.events e
+      select e.xact_id, e.id, e.type, e.resource_id, e.occurred_at, e.data from public.events e
       where e.tenant_id = v_endpoint.tenant_id
         and (e.xact_id, e.id) > (v_endpoint.xact_id, v_endpoint.event_id)
         and e.xact_id < v_xmin
       order by e.xact_id, e.id
       limit p_limit
     ), queued as (
-      insert into public.webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, resource_id, occurred_at)
-      select v_endpoint.tenant_id, v_endpoint.endpoint_id, b.id, b.type, b.resource_id, b.occurred_at
+      insert into public.webhook_deliveries (tenant_id, endpoint_id, event_id, event_type, resource_id, occurred_at, data)
+      select v_endpoint.tenant_id, v_endpoint.endpoint_id, b.id, b.type, b.resource_id, b.occurred_at, b.data
       from batch b
       where v_endpoint.types is null or b.type = any (v_endpoint.types)
       on conflict (endpoint_id, event_id) do nothing
@@ -1815,6 +1816,23 @@ begin
 end
 $function$;
 revoke all on function private.erase_roll_calls_of_participant() from public;
+
+CREATE OR REPLACE FUNCTION private.event_data_of(p_type text, p_changes jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case when p_type = 'roll_call.closed' then
+    jsonb_build_object('counts', jsonb_build_object(
+      'expected', (p_changes -> 'expected_count' ->> 1)::int,
+      'present', (p_changes -> 'present_count' ->> 1)::int,
+      'absent', (p_changes -> 'absent_count' ->> 1)::int,
+      'excused', (p_changes -> 'excused_count' ->> 1)::int,
+      'missing', (p_changes -> 'missing_count' ->> 1)::int))
+  end
+$function$;
+revoke all on function private.event_data_of(p_type text, p_changes jsonb) from public;
 
 CREATE OR REPLACE FUNCTION private.event_type_of(p_resource_type text, p_action text, p_changes jsonb)
  RETURNS text
@@ -3554,14 +3572,18 @@ CREATE OR REPLACE FUNCTION private.roll_call_close(p_id uuid)
 AS $function$
 declare
   v_call public.roll_calls;
-  v_json jsonb;
+  v_counts jsonb;
 begin
   perform private.attendance_gate();
   v_call := private.open_roll_call(p_id);
-  v_json := private.roll_call_json(p_id);
+  v_counts := private.roll_call_json(p_id) -> 'counts';
   update public.roll_calls
   set status = 'closed', closed_at = now(), closed_by = (private.audit_actor() ->> 'sub')::uuid,
-      missing_count = (v_json -> 'counts' ->> 'missing')::int
+      expected_count = (v_counts ->> 'expected')::int,
+      present_count = (v_counts ->> 'present')::int,
+      absent_count = (v_counts ->> 'absent')::int,
+      excused_count = (v_counts ->> 'excused')::int,
+      missing_count = (v_counts ->> 'missing')::int
   where id = v_call.id;
   return private.roll_call_json(p_id);
 end
@@ -4221,6 +4243,7 @@ create table public.events (
   type text not null,
   resource_id uuid not null,
   occurred_at timestamp with time zone not null,
+  data jsonb,
   constraint events_pkey PRIMARY KEY (tenant_id, xact_id, id),
   constraint events_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE
 );
@@ -4228,6 +4251,7 @@ alter table public.events enable row level security;
 CREATE INDEX events_occurred_at ON public.events USING brin (occurred_at);
 create policy "API callers read the events of their tenant" on public.events for select to camp_api
   using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+comment on column public.events.data is 'Figures the event carries besides the record''s id (roll_call.closed: {counts}); never a name or a value of a person. Null for most types.';
 grant select on table public.events to camp_api;
 comment on table public.events is 'The change feed: one row per created, updated, deleted or erased camp record, derived from audit_events in the writing transaction; ids and type only. Kept 30 days (private.prune_events).';
 
@@ -4736,6 +4760,10 @@ create table public.roll_calls (
   missing_count integer,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
+  expected_count integer,
+  present_count integer,
+  absent_count integer,
+  excused_count integer,
   constraint roll_calls_pkey PRIMARY KEY (id),
   constraint roll_calls_tenant_id_id_key UNIQUE (tenant_id, id),
   constraint roll_calls_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
@@ -4751,6 +4779,7 @@ create policy "API callers read the roll calls of their tenant" on public.roll_c
 CREATE TRIGGER roll_calls_audit_insert AFTER INSERT ON public.roll_calls REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('roll_call');
 CREATE TRIGGER roll_calls_audit_update AFTER UPDATE ON public.roll_calls REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('roll_call');
 CREATE TRIGGER roll_calls_touch_updated_at BEFORE UPDATE ON public.roll_calls FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+comment on column public.roll_calls.missing_count is 'Frozen when closed, with expected_count, present_count, absent_count and excused_count: the counts roll_call.closed carries.';
 grant select on table public.roll_calls to camp_api;
 comment on table public.roll_calls is 'Head counts: who was expected (present in the scope when it opened), who was marked, who was missing when it closed. Written only through private.roll_call_*.';
 
@@ -4987,6 +5016,7 @@ create table public.webhook_deliveries (
   leased_at timestamp with time zone,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
+  data jsonb,
   constraint webhook_deliveries_pkey PRIMARY KEY (id),
   constraint webhook_deliveries_once UNIQUE (endpoint_id, event_id),
   constraint webhook_deliveries_endpoint_fkey FOREIGN KEY (tenant_id, endpoint_id) REFERENCES public.webhook_endpoints(tenant_id, id) ON DELETE CASCADE,
@@ -5001,6 +5031,7 @@ CREATE INDEX webhook_deliveries_retention ON public.webhook_deliveries USING bri
 create policy "Admins read the webhook deliveries of their tenant" on public.webhook_deliveries for select to camp_api
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
 CREATE TRIGGER webhook_deliveries_touch_updated_at BEFORE UPDATE ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+comment on column public.webhook_deliveries.data is 'The event''s figures (public.events.data), copied with its ids.';
 grant select on table public.webhook_deliveries to camp_api;
 comment on table public.webhook_deliveries is 'One event to one endpoint: pending until a 2xx answer (delivered) or retries run out (failed). Kept 30 days.';
 

@@ -287,6 +287,7 @@ export type Database = {
       };
       events: {
         Row: {
+          data: Json | null;
           id: number;
           occurred_at: string;
           resource_id: string;
@@ -296,6 +297,7 @@ export type Database = {
         };
         ComputedFields: never;
         Insert: {
+          data?: Json | null;
           id: number;
           occurred_at: string;
           resource_id: string;
@@ -304,6 +306,7 @@ export type Database = {
           xact_id: unknown;
         };
         Update: {
+          data?: Json | null;
           id?: number;
           occurred_at?: string;
           resource_id?: string;
@@ -1012,15 +1015,19 @@ export type Database = {
       };
       roll_calls: {
         Row: {
+          absent_count: number | null;
           block_id: string | null;
           closed_at: string | null;
           closed_by: string | null;
           created_at: string;
           created_by: string | null;
+          excused_count: number | null;
+          expected_count: number | null;
           id: string;
           instance_id: string;
           missing_count: number | null;
           name: string | null;
+          present_count: number | null;
           room_id: string | null;
           status: string;
           sub_group_id: string | null;
@@ -1030,15 +1037,19 @@ export type Database = {
         };
         ComputedFields: never;
         Insert: {
+          absent_count?: number | null;
           block_id?: string | null;
           closed_at?: string | null;
           closed_by?: string | null;
           created_at?: string;
           created_by?: string | null;
+          excused_count?: number | null;
+          expected_count?: number | null;
           id?: string;
           instance_id: string;
           missing_count?: number | null;
           name?: string | null;
+          present_count?: number | null;
           room_id?: string | null;
           status?: string;
           sub_group_id?: string | null;
@@ -1047,15 +1058,19 @@ export type Database = {
           updated_at?: string;
         };
         Update: {
+          absent_count?: number | null;
           block_id?: string | null;
           closed_at?: string | null;
           closed_by?: string | null;
           created_at?: string;
           created_by?: string | null;
+          excused_count?: number | null;
+          expected_count?: number | null;
           id?: string;
           instance_id?: string;
           missing_count?: number | null;
           name?: string | null;
+          present_count?: number | null;
           room_id?: string | null;
           status?: string;
           sub_group_id?: string | null;
@@ -1360,6 +1375,7 @@ export type Database = {
         Row: {
           created_at: string;
           cycle_started_at: string | null;
+          data: Json | null;
           endpoint_id: string;
           event_id: number;
           event_type: string;
@@ -1378,6 +1394,7 @@ export type Database = {
         Insert: {
           created_at?: string;
           cycle_started_at?: string | null;
+          data?: Json | null;
           endpoint_id: string;
           event_id: number;
           event_type: string;
@@ -1395,6 +1412,7 @@ export type Database = {
         Update: {
           created_at?: string;
           cycle_started_at?: string | null;
+          data?: Json | null;
           endpoint_id?: string;
           event_id?: number;
           event_type?: string;

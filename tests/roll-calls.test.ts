@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { addBlock, addInstance, addRoom, addSubgroup, addSupergroup } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
+import { feedUntil } from "./support/events.ts";
 import { type CallOptions, call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 import { startReceiver } from "./support/receiver.ts";
 import { addEndpoint, testWorker, workUntil } from "./support/webhooks.ts";
@@ -212,33 +213,51 @@ describe("roll calls", () => {
 });
 
 describe("roll_call.closed", () => {
-  it("reaches a webhook when a roll call finds a child missing, thin: the roll call's id, whose read names the missing", async () => {
+  it("reaches a webhook when a roll call finds a child missing, thin: the roll call's id and its counts, whose read names the missing", async () => {
     const hook = await startReceiver();
     try {
       await addEndpoint(app, tenant.admin.key, { url: hook.url, types: ["roll_call.closed", "participant.checked_in"] });
       const lost = await newParticipant("Lost", { super_group_id: camp.blue });
-      await checkIn(lost);
+      const away = await newParticipant("Away", { super_group_id: camp.blue });
+      const ill = await newParticipant("Ill", { super_group_id: camp.blue });
+      for (const kid of [lost, away, ill]) await checkIn(kid);
       const opened = await call(app, "POST", "/api/v1/roll-calls", {
         ...staff,
         body: { instance_id: camp.instance, super_group_id: camp.blue },
       });
       const id = opened.body.data.id;
-      const others = opened.body.data.expected.filter((p: string) => p !== lost);
-      await call(app, "PUT", `/api/v1/roll-calls/${id}/marks`, {
-        ...staff,
-        body: { marks: others.map((p: string) => ({ participant_id: p, mark: "present" })) },
-      });
+      const others = opened.body.data.expected.filter((p: string) => ![lost, away, ill].includes(p));
+      const marks = [
+        ...others.map((p: string) => ({ participant_id: p, mark: "present" })),
+        { participant_id: away, mark: "absent" },
+        { participant_id: ill, mark: "excused" },
+      ];
+      await call(app, "PUT", `/api/v1/roll-calls/${id}/marks`, { ...staff, body: { marks } });
       const closed = await call(app, "POST", `/api/v1/roll-calls/${id}/close`, staff);
-      expect(closed.body.data.missing).toEqual([lost]);
+      expect(closed.body.data.missing).toEqual([lost, away].sort());
+      const counts = { expected: others.length + 3, present: others.length, absent: 1, excused: 1, missing: 2 };
+      expect(closed.body.data.counts).toEqual(counts);
       const worker = testWorker(t().db);
       const closedEvents = () => hook.received.map((r) => JSON.parse(r.body)).filter((e) => e.type === "roll_call.closed");
       // Earlier roll calls of this file closed too; this one's event is the one that names it.
       await workUntil(worker, () => closedEvents().some((e) => e.data.roll_call_id === id));
       const event = closedEvents().find((e) => e.data.roll_call_id === id);
-      expect(Object.keys(event.data)).toEqual(["roll_call_id"]);
-      expect(JSON.stringify(hook.received.map((r) => r.body))).not.toContain("Lost");
+      expect(event.data).toEqual({ roll_call_id: id, counts });
+      const bodies = JSON.stringify(hook.received.map((r) => r.body));
+      for (const text of ["Lost", "Away", "Ill", lost, away, ill]) expect(bodies).not.toContain(text);
+      // The feed carries the same figures.
+      const feed = await feedUntil(app, tenant.admin.key, (events) => events.some((e) => e.data.roll_call_id === id), {
+        extra: "types=roll_call.closed",
+      });
+      expect(feed.events.find((e) => e.data.roll_call_id === id)?.data).toEqual({ roll_call_id: id, counts });
       const read = await call(app, "GET", `/api/v1/roll-calls/${event.data.roll_call_id}`, staff);
-      expect(read.body.data.missing).toEqual([lost]);
+      expect(read.body.data.missing).toEqual([lost, away].sort());
+      // Erasing a marked child later changes neither the event nor the counts frozen in it.
+      expect((await call(app, "POST", `/api/v1/participants/${ill}/erase`, admin)).status).toBe(200);
+      const again = await feedUntil(app, tenant.admin.key, (events) => events.some((e) => e.data.roll_call_id === id), {
+        extra: "types=roll_call.closed",
+      });
+      expect(again.events.find((e) => e.data.roll_call_id === id)?.data).toEqual({ roll_call_id: id, counts });
       await workUntil(worker, () => hook.received.some((r) => JSON.parse(r.body).type === "participant.checked_in"));
     } finally {
       await hook.close();

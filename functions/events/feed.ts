@@ -1,6 +1,6 @@
 import type { Sql } from "../db/sql.ts";
 import { type Cursor, formatCursor } from "./cursor.ts";
-import { type ThinEvent, thinEvent } from "./types.ts";
+import { type EventFigures, type ThinEvent, thinEvent } from "./types.ts";
 
 /** How long the feed keeps events (private.prune_events is called with this). */
 export const RETENTION_DAYS = 30;
@@ -26,6 +26,7 @@ interface FeedRow {
   type: string | null;
   occurred_at: Date | null;
   resource_id: string | null;
+  data: EventFigures | null;
 }
 
 /**
@@ -40,7 +41,7 @@ interface FeedRow {
 export async function readFeed(sql: Sql, after: Cursor, types: string | undefined, limit: number): Promise<FeedPage> {
   const rows = await sql.query<FeedRow>(
     `with page as (
-       select e.id, e.xact_id, e.type, e.occurred_at, e.resource_id from public.events e
+       select e.id, e.xact_id, e.type, e.occurred_at, e.resource_id, e.data from public.events e
        where (e.xact_id, e.id) > ($1::xid8, $2::bigint)
          and e.xact_id < pg_snapshot_xmin(pg_current_snapshot())
          and ($3::text is null or e.type = any (string_to_array($3::text, ',')))
@@ -50,7 +51,7 @@ export async function readFeed(sql: Sql, after: Cursor, types: string | undefine
      select pg_snapshot_xmin(pg_current_snapshot())::text as head,
             (select h.xact_id::text from private.event_horizon h) as horizon,
             (select private.caller_is_live()) as live,
-            p.id::text, p.xact_id::text, p.type, p.occurred_at, p.resource_id
+            p.id::text, p.xact_id::text, p.type, p.occurred_at, p.resource_id, p.data
      from (select) as one left join page p on true
      order by p.xact_id, p.id`,
     [after.xactId, after.id, types ?? null, limit],

@@ -15,8 +15,9 @@ const Event = z
     id: z.string().openapi({ description: "The audit event it comes from; also the webhook-id of its deliveries" }),
     type: z.enum(EVENT_TYPES),
     occurred_at: z.string().openapi({ format: "date-time", description: "When the writing transaction began" }),
-    data: z.record(z.string(), z.string()).openapi({
-      description: "The record's id, named by its kind (participant_id for participant and photo events)",
+    data: z.record(z.string(), z.union([z.string(), z.record(z.string(), z.number().int())])).openapi({
+      description:
+        "The record's id, named by its kind (participant_id for participant and photo events, movement_id for check-ins and check-outs); roll_call.closed also carries `counts` {expected, present, absent, excused, missing}, frozen when it closed. Figures, never a name",
       example: { participant_id: "3f1c1b8e-6a4e-4c2e-9f57-0c1f0f7d2a10" },
     }),
   })

@@ -46,12 +46,15 @@ export type EventType = (typeof EVENT_TYPES)[number];
 const KNOWN = new Set<string>(EVENT_TYPES);
 export const isEventType = (value: string): value is EventType => KNOWN.has(value);
 
-/** An event as clients read it in the feed and receive it in a webhook: ids and type, no values. */
+/** Figures an event carries besides its record's id (roll_call.closed: its counts); never a name. */
+export type EventFigures = { counts: Record<string, number> };
+
+/** An event as clients read it in the feed and receive it in a webhook: ids, type and figures, no values. */
 export interface ThinEvent {
   id: string;
   type: EventType;
   occurred_at: string;
-  data: Record<string, string>;
+  data: Record<string, string | Record<string, number>>;
 }
 
 /** The name of the id an event's data carries: a photo is its participant's, a ping its endpoint's, a check-in or check-out its movement's. */
@@ -62,8 +65,14 @@ function idName(type: string): string {
   return `${resource === "photo" ? "participant" : resource}_id`;
 }
 
-export function thinEvent(row: { id: string; type: string; occurred_at: Date | string; resource_id: string }): ThinEvent {
+export function thinEvent(row: {
+  id: string;
+  type: string;
+  occurred_at: Date | string;
+  resource_id: string;
+  data?: EventFigures | null;
+}): ThinEvent {
   const type = row.type as EventType;
   const occurred = row.occurred_at instanceof Date ? row.occurred_at.toISOString() : new Date(row.occurred_at).toISOString();
-  return { id: row.id, type, occurred_at: occurred, data: { [idName(type)]: row.resource_id } };
+  return { id: row.id, type, occurred_at: occurred, data: { [idName(type)]: row.resource_id, ...row.data } };
 }

@@ -1,4 +1,5 @@
 import type { Database } from "../db/database.ts";
+import type { EventFigures } from "../events/types.ts";
 
 /** A delivery a worker has leased: what to send, where, and with which secrets. */
 export interface LeasedDelivery {
@@ -10,6 +11,8 @@ export interface LeasedDelivery {
   event_type: string;
   resource_id: string;
   occurred_at: Date;
+  /** The event's figures (roll_call.closed: its counts), or null. */
+  data: EventFigures | null;
   tries: number;
   cycle_started_at: Date;
   lease_token: string;

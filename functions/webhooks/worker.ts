@@ -224,6 +224,7 @@ export class WebhookWorker {
         type: delivery.event_type,
         occurred_at: delivery.occurred_at,
         resource_id: delivery.resource_id,
+        data: delivery.data,
       }),
     );
     let statusCode: number | null = null;
