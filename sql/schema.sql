@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128140000 (51 migrations).
+-- Through migration 20261128140100 (52 migrations).
 
 -- Schemas and extensions
 
@@ -4138,9 +4138,15 @@ CREATE INDEX attendance_movements_by_tenant ON public.attendance_movements USING
 CREATE INDEX attendance_movements_timeline ON public.attendance_movements USING btree (participant_id, recorded_at, nonce);
 create policy "API callers read the movements of their tenant" on public.attendance_movements for select to camp_api
   using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Reporting roles read the movements of their tenant" on public.attendance_movements for select to camp_reporting
+  using ((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)));
+create policy "Supabase users read the movements of their tenant" on public.attendance_movements for select to authenticated
+  using ((tenant_id = ( SELECT private.supabase_user_tenant_id() AS supabase_user_tenant_id)));
 CREATE TRIGGER attendance_movements_audit_insert AFTER INSERT ON public.attendance_movements REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('movement');
 CREATE TRIGGER attendance_movements_audit_update AFTER UPDATE ON public.attendance_movements REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('movement');
 CREATE TRIGGER attendance_movements_hold_live_participant BEFORE INSERT OR UPDATE ON public.attendance_movements FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+grant select (id, instance_id, participant_id, direction, recorded_at, received_at, recorded_by, location, pickup_contact_id, override_reason, conflict_reason, conflict) on table public.attendance_movements to authenticated;
+grant select (id, instance_id, participant_id, direction, recorded_at, received_at, recorded_by, location, pickup_contact_id, override_reason, conflict_reason, conflict) on table public.attendance_movements to camp_reporting;
 grant select on table public.attendance_movements to camp_api;
 comment on table public.attendance_movements is 'Check-ins and check-outs, append-only (only erasure removes rows): the device''s recorded_at orders them, conflict_reason says when one contradicts its predecessor. Written only through private.attendance_record.';
 
@@ -4682,8 +4688,8 @@ CREATE TRIGGER participants_guard_presence_insert BEFORE INSERT ON public.partic
 CREATE TRIGGER participants_guard_refused_photo BEFORE UPDATE OF photo_key, photo_link ON public.participants FOR EACH ROW WHEN (new.photo_key IS NOT NULL AND new.photo_key IS DISTINCT FROM old.photo_key OR new.photo_link IS NOT NULL AND new.photo_link IS DISTINCT FROM old.photo_link) EXECUTE FUNCTION private.guard_refused_photo();
 CREATE TRIGGER participants_guard_write BEFORE UPDATE ON public.participants FOR EACH ROW EXECUTE FUNCTION private.guard_participant_write();
 CREATE TRIGGER participants_touch_updated_at BEFORE UPDATE ON public.participants FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
-grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at) on table public.participants to authenticated;
-grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at) on table public.participants to camp_reporting;
+grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at, presence, presence_since) on table public.participants to authenticated;
+grant select (id, instance_id, user_id, first_name, surname, full_name, gender, status, date_of_birth, school_year, rank, unit_name, school_institute, arrival_date, departure_date, super_group_id, sub_group_id, block_id, room_id, room_number, created_at, updated_at, deleted_at, presence, presence_since) on table public.participants to camp_reporting;
 comment on column public.participants.search_key is 'What `q` searches: the names and user_id as private.search_key folds them, joined by chr(31). Generated; never written.';
 comment on column public.participants.erased_at is 'When the participant''s personal data was erased (POST /participants/{id}/erase): the row keeps its id and instance, nothing else of the person.';
 comment on column public.participants.presence is 'in or out: the direction of the participant''s last movement by recorded_at (null: none recorded). Set only by the attendance doors.';
@@ -5090,6 +5096,28 @@ grant select on table reporting.age_distribution to authenticated;
 grant select on table reporting.age_distribution to camp_reporting;
 comment on view reporting.age_distribution is 'Live participants per instance by age in completed years on the instance''s start_date; one row with a null age counts those whose age is unknown (no date_of_birth or no start_date).';
 
+create view reporting.attendance with (security_invoker=true) as
+ SELECT m.id,
+    m.instance_id,
+    i.name AS instance_name,
+    m.participant_id,
+    p.full_name AS participant_name,
+    m.direction,
+    m.recorded_at,
+    m.received_at,
+    m.recorded_by,
+    m.location,
+    m.pickup_contact_id,
+    m.override_reason,
+    m.conflict,
+    m.conflict_reason
+   FROM public.attendance_movements m
+     JOIN public.participants p ON p.id = m.participant_id AND p.deleted_at IS NULL
+     JOIN public.instances i ON i.id = m.instance_id AND i.deleted_at IS NULL;
+grant select on table reporting.attendance to authenticated;
+grant select on table reporting.attendance to camp_reporting;
+comment on view reporting.attendance is 'Check-ins (direction in) and check-outs (out) of live participants of live instances, as recorded on site; not the planned arrival_date and departure_date (those are daily_movements). No security codes, and the pickup as a contact id only (its name is care data: reporting.participant_contacts, --care roles).';
+
 create view reporting.audit_events with (security_invoker=true) as
  SELECT audit_events.id,
     audit_events.occurred_at,
@@ -5342,6 +5370,28 @@ create view reporting.participants with (security_invoker=true) as
 grant select on table reporting.participants to authenticated;
 grant select on table reporting.participants to camp_reporting;
 comment on view reporting.participants is 'Live participants of live instances, with their instance, supergroup, subgroup, block and room names.';
+
+create view reporting.presence with (security_invoker=true) as
+ SELECT p.id AS participant_id,
+    p.instance_id,
+    i.name AS instance_name,
+    p.full_name AS participant_name,
+    p.presence,
+    p.presence_since,
+    sg.name AS supergroup_name,
+    sub.name AS subgroup_name,
+    b.name AS block_name,
+    COALESCE(r.room_number, p.room_number) AS room_number
+   FROM public.participants p
+     JOIN public.instances i ON i.id = p.instance_id AND i.deleted_at IS NULL
+     LEFT JOIN public.supergroups sg ON sg.id = p.super_group_id AND sg.deleted_at IS NULL
+     LEFT JOIN public.subgroups sub ON sub.id = p.sub_group_id AND sub.deleted_at IS NULL
+     LEFT JOIN public.blocks b ON b.id = p.block_id AND b.deleted_at IS NULL
+     LEFT JOIN public.rooms r ON r.id = p.room_id AND r.deleted_at IS NULL
+  WHERE p.deleted_at IS NULL;
+grant select on table reporting.presence to authenticated;
+grant select on table reporting.presence to camp_reporting;
+comment on view reporting.presence is 'Who is here now: every live participant of a live instance with its presence (in, out, null when never recorded) and presence_since, the recorded_at of its last movement; group by instance, supergroup or room to count.';
 
 create view reporting.room_occupancy with (security_invoker=true) as
  SELECT r.instance_id,

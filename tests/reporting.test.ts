@@ -174,10 +174,12 @@ describe("a reporting role's isolation", () => {
     // The base table holds soft-deleted rows too: all of A's, none of B's.
     const counted = await asA.query("select count(*) as n from public.participants");
     expect(counted.rows[0].n).toBe(a.participants.length);
+    const moved = await asA.query("select count(*)::int as n from public.attendance_movements");
+    expect(moved.rows[0].n).toBe(a.movements.length);
     const ids = (await asA.query("select id from public.instances")).rows.map((r) => r.id).sort();
     expect(ids).toEqual(a.instances.map((i) => i.id).sort());
-    for (const table of ["instances", "supergroups", "subgroups", "blocks", "rooms"]) {
-      const seen = await asA.query(`select id from public.${table}`);
+    for (const table of ["instances", "supergroups", "subgroups", "blocks", "rooms", "movements"]) {
+      const seen = await asA.query(`select id from public.${table === "movements" ? "attendance_movements" : table}`);
       const theirs = (b as unknown as Record<string, Array<{ id: string }>>)[table]?.map((r) => r.id) ?? [];
       expect(seen.rows.filter((r) => theirs.includes(r.id))).toEqual([]);
     }
@@ -201,6 +203,13 @@ describe("a reporting role's isolation", () => {
       "select private.request_tenant_id()",
       "select private.supabase_user_tenant_id()",
       "select * from supabase_migrations.schema_migrations",
+      // On site: security codes prove who holds the guardian's slip; pickups' names are care data.
+      "select code from public.attendance_codes",
+      "select code from public.attendance_present_codes",
+      "select tenant_id from public.attendance_movements",
+      "select nonce from public.attendance_movements",
+      "select name from public.participant_contacts",
+      "select name from reporting.participant_contacts",
     ];
     for (const text of statements) {
       expect({ text, outcome: await outcome(asA, text) }).toEqual({ text, outcome: "42501" });

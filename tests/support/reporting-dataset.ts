@@ -63,6 +63,17 @@ export interface Participant {
   deleted: boolean;
 }
 
+/** A check-in or check-out as a device recorded it; its conflict is the database's to judge. */
+export interface Movement {
+  id: string;
+  instance_id: string;
+  participant_id: string;
+  direction: "in" | "out";
+  recorded_at: string;
+  location: string | null;
+  nonce: string;
+}
+
 export interface Dataset {
   tenantId: string;
   instances: Instance[];
@@ -71,6 +82,7 @@ export interface Dataset {
   blocks: Block[];
   rooms: Room[];
   participants: Participant[];
+  movements: Movement[];
 }
 
 /** mulberry32: the same dataset on every run. */
@@ -93,7 +105,16 @@ const addDays = (date: string, days: number) => {
 export function buildDataset(tenantId: string, seed: number, sizes: [number, number]): Dataset {
   const rand = random(seed);
   const pick = <T>(items: T[]): T => items[Math.floor(rand() * items.length)] as T;
-  const ds: Dataset = { tenantId, instances: [], supergroups: [], subgroups: [], blocks: [], rooms: [], participants: [] };
+  const ds: Dataset = {
+    tenantId,
+    instances: [],
+    supergroups: [],
+    subgroups: [],
+    blocks: [],
+    rooms: [],
+    participants: [],
+    movements: [],
+  };
   const instance = (name: string, start_date: string | null, deleted = false) => {
     const row = { id: randomUUID(), name, start_date, deleted };
     ds.instances.push(row);
@@ -179,6 +200,22 @@ export function buildDataset(tenantId: string, seed: number, sizes: [number, num
         room_number: assigned && assigned !== "block" ? assigned.room_number : assigned === "block" && k % 2 ? "tent" : null,
         deleted: k % 7 === 6,
       });
+      // On site: most arrive, some leave again and come back; a few records contradict
+      // their predecessor (an out first, two ins in a row), which the timeline flags.
+      const participant = ds.participants.at(-1) as Participant;
+      const steps = k % 4 === 3 ? [] : k % 10 === 0 ? ["out", "in"] : k % 13 === 0 ? ["in", "in", "out"] : ["in", "out", "in"];
+      const count = steps.length === 3 && k % 13 !== 0 ? 1 + Math.floor(rand() * 3) : steps.length;
+      steps.slice(0, count).forEach((direction, step) => {
+        ds.movements.push({
+          id: randomUUID(),
+          instance_id: camp.id,
+          participant_id: participant.id,
+          direction: direction as "in" | "out",
+          recorded_at: new Date(Date.parse(`${base}T08:00:00Z`) + (k * 60 + step * 3600) * 1000).toISOString(),
+          location: pick(["Main gate", "Kiosk 2", null]),
+          nonce: randomUUID(),
+        });
+      });
     }
   });
   return ds;
@@ -205,6 +242,11 @@ export async function insertDataset(sql: (text: string, values?: unknown[]) => P
   for (const row of ds.blocks) await insert("blocks", row);
   for (const row of ds.rooms) await insert("rooms", row);
   for (const row of ds.participants) await insert("participants", row);
+  for (const row of ds.movements) await insert("attendance_movements", row);
+  // The attendance doors' own judgement: conflicts and presence from the timeline.
+  for (const id of new Set(ds.movements.map((m) => m.participant_id))) {
+    await sql("select private.attendance_settle($1)", [id]);
+  }
   // Children first: a parent with live children cannot be deleted.
   await softDelete("participants", ds.participants);
   await softDelete("rooms", ds.rooms);
@@ -374,8 +416,59 @@ export function expectedFigures(ds: Dataset) {
     move(p, p.departure_date, "departures");
   }
 
+  // The timeline rule, independently: by recorded_at, a movement contradicting its predecessor is a conflict.
+  const timeline = new Map<string, Movement[]>();
+  for (const m of [...ds.movements].sort((x, y) => x.recorded_at.localeCompare(y.recorded_at))) {
+    timeline.set(m.participant_id, [...(timeline.get(m.participant_id) ?? []), m]);
+  }
+  const conflictOf = (m: Movement) => {
+    const mine = timeline.get(m.participant_id) ?? [];
+    const before = mine[mine.indexOf(m) - 1];
+    if (before?.direction === m.direction) return m.direction === "in" ? "already checked in" : "already checked out";
+    return m.direction === "out" && !before ? "not checked in" : null;
+  };
+  const peopleById = new Map(people.map((p) => [p.id, p]));
+  const attendance = byKey(
+    ds.movements
+      .filter((m) => peopleById.has(m.participant_id))
+      .map((m) => ({
+        id: m.id,
+        instance_id: m.instance_id,
+        instance_name: instanceOf(m.instance_id)?.name,
+        participant_id: m.participant_id,
+        participant_name: `${peopleById.get(m.participant_id)?.first_name} ${peopleById.get(m.participant_id)?.surname}`,
+        direction: m.direction,
+        recorded_at: new Date(m.recorded_at),
+        location: m.location,
+        conflict: conflictOf(m) !== null,
+        conflict_reason: conflictOf(m),
+      })),
+    (r) => r.id,
+  );
+  const presence = byKey(
+    people.map((p) => {
+      const last = timeline.get(p.id)?.at(-1);
+      const room = ds.rooms.find((r) => r.id === p.room_id && !r.deleted);
+      return {
+        participant_id: p.id,
+        instance_id: p.instance_id,
+        instance_name: instanceOf(p.instance_id)?.name,
+        participant_name: `${p.first_name} ${p.surname}`,
+        presence: last?.direction ?? null,
+        presence_since: last ? new Date(last.recorded_at) : null,
+        supergroup_name: name(ds.supergroups, p.super_group_id),
+        subgroup_name: name(ds.subgroups, p.sub_group_id),
+        block_name: name(ds.blocks, p.block_id),
+        room_number: room?.room_number ?? p.room_number,
+      };
+    }),
+    (r) => r.participant_id,
+  );
+
   return {
     participants,
+    attendance,
+    presence,
     age_distribution: byKey([...ages.values()], (r) => `${r.instance_id}/${r.age_at_start}`),
     instance_counts: instanceCounts,
     supergroup_counts: supergroupCounts,
@@ -436,5 +529,17 @@ export const VIEWS: Record<ViewName, { query: string; key: (row: Row) => string 
   daily_movements: {
     query: "select instance_id, day, arrivals, departures from reporting.daily_movements",
     key: (r) => `${r.instance_id}/${r.day}`,
+  },
+  attendance: {
+    query: `select id, instance_id, instance_name, participant_id, participant_name, direction, recorded_at, location,
+              conflict, conflict_reason
+            from reporting.attendance`,
+    key: (r) => r.id,
+  },
+  presence: {
+    query: `select participant_id, instance_id, instance_name, participant_name, presence, presence_since, supergroup_name,
+              subgroup_name, block_name, room_number
+            from reporting.presence`,
+    key: (r) => r.participant_id,
   },
 };
