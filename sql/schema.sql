@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128140100 (52 migrations).
+-- Through migration 20261128140200 (53 migrations).
 
 -- Schemas and extensions
 
@@ -3701,13 +3701,18 @@ begin
   values (v_instance, v_super, v_sub, v_block, v_room, p ->> 'name', (private.audit_actor() ->> 'sub')::uuid)
   returning id into v_id;
   insert into public.roll_call_expected (roll_call_id, participant_id)
-  select v_id, pt.id
-  from public.participants pt
-  where pt.tenant_id = v_tenant and pt.instance_id = v_instance and pt.deleted_at is null and pt.presence = 'in'
-    and (v_super is null or pt.super_group_id = v_super)
-    and (v_sub is null or pt.sub_group_id = v_sub)
-    and (v_block is null or pt.block_id = v_block)
-    and (v_room is null or pt.room_id = v_room);
+  select v_id, x.id
+  from (
+    select pt.id
+    from public.participants pt
+    where pt.tenant_id = v_tenant and pt.instance_id = v_instance and pt.deleted_at is null and pt.presence = 'in'
+      and (v_super is null or pt.super_group_id = v_super)
+      and (v_sub is null or pt.sub_group_id = v_sub)
+      and (v_block is null or pt.block_id = v_block)
+      and (v_room is null or pt.room_id = v_room)
+    order by pt.id
+    for share of pt
+  ) x;
   return private.roll_call_json(v_id);
 end
 $function$;
