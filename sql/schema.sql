@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128140200 (53 migrations).
+-- Through migration 20261128140200 (54 migrations).
 
 -- Schemas and extensions
 
@@ -2018,6 +2018,26 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.guard_care_webhook_endpoint()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO ''
+AS $function$
+begin
+  if new.deleted_at is null
+     and exists (select from unnest(new.types) t where private.is_care_event(t))
+     and (tg_op = 'INSERT' or new.url is distinct from old.url or new.types is distinct from old.types
+          or (new.enabled and not old.enabled))
+     and private.care_access() = 'none' then
+    raise exception 'an endpoint that receives care events (%) needs care access: the user''s care_access and, with an API key, its care scope',
+      (select string_agg(t, ', ') from unnest(new.types) t where private.is_care_event(t))
+      using errcode = 'CA403', column = 'types';
+  end if;
+  return new;
+end
+$function$;
+revoke all on function private.guard_care_webhook_endpoint() from public;
+
 CREATE OR REPLACE FUNCTION private.guard_instance_time_zone()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2450,6 +2470,21 @@ $function$;
 revoke all on function private.instance_pickups(p_instance uuid) from public;
 grant execute on function private.instance_pickups(p_instance uuid) to camp_api;
 comment on function private.instance_pickups(p_instance uuid) is 'Names (and ids) of the authorised pickups of an instance''s live participants, for callers with the attendance scope, a Bearer token or care access; null for anyone else. Never phones, e-mails or notes.';
+
+CREATE OR REPLACE FUNCTION private.is_care_event(p_type text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select split_part(p_type, '.', 1) in
+    ('medication', 'medication_administration', 'incident', 'care_record', 'contact', 'consent', 'care_flag')
+$function$;
+revoke all on function private.is_care_event(p_type text) from public;
+grant execute on function private.is_care_event(p_type text) to camp_api;
+grant execute on function private.is_care_event(p_type text) to camp_care;
+grant execute on function private.is_care_event(p_type text) to camp_reporting;
+comment on function private.is_care_event(p_type text) is 'Whether an event type is about care data (medication.*, incident.*, ...): shown in the feed and webhook deliveries only to callers with care access, and sent only to webhook endpoints whose types name it.';
 
 CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
  RETURNS boolean
@@ -3897,6 +3932,23 @@ alter function private.severe_allergy_participants() owner to camp_care;
 revoke all on function private.severe_allergy_participants() from public;
 grant execute on function private.severe_allergy_participants() to camp_api;
 
+CREATE OR REPLACE FUNCTION private.skip_unnamed_care_deliveries()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if private.is_care_event(new.event_type)
+     and not exists (select from public.webhook_endpoints w
+                     where w.id = new.endpoint_id and new.event_type = any (w.types)) then
+    return null;
+  end if;
+  return new;
+end
+$function$;
+revoke all on function private.skip_unnamed_care_deliveries() from public;
+
 CREATE OR REPLACE FUNCTION private.start_webhook_dispatch()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -4261,7 +4313,7 @@ create table public.events (
 alter table public.events enable row level security;
 CREATE INDEX events_occurred_at ON public.events USING brin (occurred_at);
 create policy "API callers read the events of their tenant" on public.events for select to camp_api
-  using ((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND ((NOT private.is_care_event(type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
 comment on column public.events.data is 'Figures the event carries besides the record''s id (roll_call.closed: {counts}); never a name or a value of a person. Null for most types.';
 grant select on table public.events to camp_api;
 comment on table public.events is 'The change feed: one row per created, updated, deleted or erased camp record, derived from audit_events in the writing transaction; ids and type only. Kept 30 days (private.prune_events).';
@@ -5040,7 +5092,8 @@ CREATE INDEX webhook_deliveries_due ON public.webhook_deliveries USING btree (en
 CREATE INDEX webhook_deliveries_in_flight ON public.webhook_deliveries USING btree (tenant_id, endpoint_id) WHERE ((status = 'pending'::text) AND (lease_token IS NOT NULL));
 CREATE INDEX webhook_deliveries_retention ON public.webhook_deliveries USING brin (created_at);
 create policy "Admins read the webhook deliveries of their tenant" on public.webhook_deliveries for select to camp_api
-  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text) AND ((NOT private.is_care_event(event_type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
+CREATE TRIGGER webhook_deliveries_care_only_when_named BEFORE INSERT ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.skip_unnamed_care_deliveries();
 CREATE TRIGGER webhook_deliveries_touch_updated_at BEFORE UPDATE ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 comment on column public.webhook_deliveries.data is 'The event''s figures (public.events.data), copied with its ids.';
 grant select on table public.webhook_deliveries to camp_api;
@@ -5078,6 +5131,7 @@ create policy "Admins read the webhook endpoints of their tenant" on public.webh
 CREATE TRIGGER webhook_endpoints_audit_insert AFTER INSERT ON public.webhook_endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('webhook_endpoint');
 CREATE TRIGGER webhook_endpoints_audit_update AFTER UPDATE ON public.webhook_endpoints REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('webhook_endpoint');
 CREATE TRIGGER webhook_endpoints_forget_deleted AFTER UPDATE ON public.webhook_endpoints REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.forget_deleted_webhook_endpoints();
+CREATE TRIGGER webhook_endpoints_guard_care BEFORE INSERT OR UPDATE ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.guard_care_webhook_endpoint();
 CREATE TRIGGER webhook_endpoints_guard_count BEFORE INSERT ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.guard_webhook_endpoint_count();
 CREATE TRIGGER webhook_endpoints_start_dispatch AFTER INSERT OR UPDATE OF enabled ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.start_webhook_dispatch();
 CREATE TRIGGER webhook_endpoints_touch_updated_at BEFORE UPDATE ON public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();

@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { raiseOverdueDoses } from "../functions/medications/sweep.ts";
 import { addInstance } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
+import { drainFeed, feedUntil } from "./support/events.ts";
 import { type CallOptions, call, newTenant, signToken, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
 
 /**
@@ -181,12 +182,68 @@ describe("overdue doses", () => {
     expect(otherEvents.rows[0].n).toBe(0);
   });
 
-  it("reach the feed as ids only", async () => {
-    const feed = await call(app, "GET", "/api/v1/events?types=medication.overdue&limit=100", { key: tenant.admin.key });
-    expect(feed.status, JSON.stringify(feed.body)).toBe(200);
-    for (const event of feed.body.data) {
+  it("reach the feed as ids only, for callers with care access only", async () => {
+    const reader = who.reader.key as string;
+    const seen = await feedUntil(app, reader, (events) => events.some((e) => e.type === "medication.overdue"));
+    for (const event of seen.events.filter((e) => e.type === "medication.overdue")) {
       expect(Object.keys(event.data)).toEqual(["medication_id"]);
       expect(JSON.stringify(event)).not.toMatch(/Ritalin|Iron|Ben|Dan/);
     }
+    // The same feed, now past those events, read by the admin's key (no care scope) and a staff user without care access.
+    const staff = (await tenant.addUser("staff")).key as string;
+    for (const key of [tenant.admin.key, staff]) {
+      const all = await drainFeed(app, key);
+      expect(all.events.length).toBeGreaterThan(0);
+      expect(all.events.filter((e) => e.type.startsWith("medication."))).toEqual([]);
+      // Asked for by name, refused rather than answered empty (as the audit trail's care types).
+      const named = await call(app, "GET", "/api/v1/events?types=participant.created,medication.overdue", { key });
+      expect(`${named.status} ${named.body.error?.details?.[0]?.field}`).toBe("403 types");
+    }
+  });
+
+  it("reach a webhook endpoint only when it names them, which needs care access", async () => {
+    const hook = { url: "https://example.org/health-hook" };
+    // An endpoint of every type, and an admin without care access naming the care event: 403, naming types.
+    const everything = await call(app, "POST", "/api/v1/webhook-endpoints", { key: tenant.admin.key, body: hook });
+    expect(everything.status).toBe(201);
+    const refused = await call(app, "POST", "/api/v1/webhook-endpoints", {
+      key: tenant.admin.key,
+      body: { ...hook, types: ["medication.overdue"] },
+    });
+    expect(`${refused.status} ${refused.body.error?.details?.[0]?.field}`).toBe("403 types");
+    const named = await call(app, "POST", "/api/v1/webhook-endpoints", {
+      ...who.admin,
+      body: { ...hook, types: ["medication.overdue"] },
+    });
+    expect(named.status, JSON.stringify(named.body)).toBe(201);
+    // Without care access it cannot be re-aimed or re-typed; it can be described or turned off.
+    const path = `/api/v1/webhook-endpoints/${named.body.data.id}`;
+    for (const body of [{ url: "https://example.net/elsewhere" }, { types: ["medication.overdue", "participant.created"] }]) {
+      const changed = await call(app, "PATCH", path, { key: tenant.admin.key, body });
+      expect(`${changed.status} ${changed.body.error?.details?.[0]?.field}`).toBe("403 types");
+    }
+    expect((await call(app, "PATCH", path, { key: tenant.admin.key, body: { description: "nurse pager" } })).status).toBe(200);
+
+    const eve = await participant("Eve");
+    const eveDose = await medication(eve, { name: "Iron", times: ["09:00"], start_date: "2026-07-20", end_date: "2026-07-20" });
+    expect(await raiseOverdueDoses(t().db, new Date("2026-07-20T18:00:00Z"))).toBeGreaterThan(0);
+    const deliveries = (endpoint: string) =>
+      t().admin("select event_type, resource_id from webhook_deliveries where endpoint_id = $1", [endpoint]);
+    const deadline = Date.now() + 30_000;
+    while (!(await deliveries(named.body.data.id)).rows.some((d) => d.resource_id === eveDose)) {
+      if (Date.now() > deadline) throw new Error("the overdue dose was not queued for the endpoint that names it");
+      await t().admin("select private.dispatch_webhook_events(1000)");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await t().admin("select private.dispatch_webhook_events(1000)");
+    expect((await deliveries(everything.body.data.id)).rows.filter((d) => d.event_type.startsWith("medication."))).toEqual([]);
+    // Its deliveries are listed to admins with care access only.
+    const listed = async (as: CallOptions) => {
+      const page = await call(app, "GET", `${path}/deliveries?limit=100`, as);
+      expect(page.status, JSON.stringify(page.body)).toBe(200);
+      return page.body.data.length;
+    };
+    expect(await listed(who.admin)).toBeGreaterThan(0);
+    expect(await listed({ key: tenant.admin.key })).toBe(0);
   });
 });

@@ -15,12 +15,15 @@ export interface FeedPage {
   horizon: string;
   /** The caller may still call (private.caller_is_live): checked on every look of a waiting request. */
   live: boolean;
+  /** The caller has care access (private.care_access), so the feed shows it care events too (private.is_care_event). */
+  care: boolean;
 }
 
 interface FeedRow {
   head: string;
   horizon: string;
   live: boolean;
+  care: boolean;
   id: string | null;
   xact_id: string | null;
   type: string | null;
@@ -30,7 +33,8 @@ interface FeedRow {
 }
 
 /**
- * The caller's events after `after` (RLS keeps them to the tenant), oldest
+ * The caller's events after `after` (RLS keeps them to the tenant, and care
+ * events to callers with care access: *_care_events.sql), oldest
  * first, in one statement. Only events of transactions below the snapshot's
  * xmin are served: all of those have ended, so nothing can still commit
  * behind them. When the page is not full, `next` moves to (xmin, 0), before
@@ -51,6 +55,7 @@ export async function readFeed(sql: Sql, after: Cursor, types: string | undefine
      select pg_snapshot_xmin(pg_current_snapshot())::text as head,
             (select h.xact_id::text from private.event_horizon h) as horizon,
             (select private.caller_is_live()) as live,
+            (select private.care_access()) <> 'none' as care,
             p.id::text, p.xact_id::text, p.type, p.occurred_at, p.resource_id, p.data
      from (select) as one left join page p on true
      order by p.xact_id, p.id`,
@@ -62,7 +67,14 @@ export async function readFeed(sql: Sql, after: Cursor, types: string | undefine
   const last = found.at(-1);
   const full = limit > 0 && found.length === limit;
   const next = full && last ? { xactId: last.xact_id, id: last.id } : { xactId: first.head, id: "0" };
-  return { events, next: formatCursor(maxCursor(after, next)), hasMore: full, horizon: first.horizon, live: first.live };
+  return {
+    events,
+    next: formatCursor(maxCursor(after, next)),
+    hasMore: full,
+    horizon: first.horizon,
+    live: first.live,
+    care: first.care,
+  };
 }
 
 /** A cursor never moves back (a client's own cursor may stand past the head it is shown). */

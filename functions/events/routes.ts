@@ -1,12 +1,12 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import { badRequest, invalidField, unauthorized } from "../errors.ts";
+import { ApiError, badRequest, invalidField, unauthorized } from "../errors.ts";
 import { json, newRouter } from "../http/openapi.ts";
 import { operation } from "../http/operation.ts";
 import { cleanText } from "../resources/fields.ts";
 import { atOrBefore, type Cursor, parseCursor, START } from "./cursor.ts";
 import { type FeedPage, RETENTION_DAYS, readFeed } from "./feed.ts";
 import { MAX_WAIT_SECONDS, POLL_MS, pause, Waiting } from "./long-poll.ts";
-import { EVENT_TYPES, isEventType } from "./types.ts";
+import { EVENT_TYPES, isCareEvent, isEventType } from "./types.ts";
 
 /** GET /api/v1/events: the tenant's change feed in commit order (see feed.ts and docs/events.md). */
 
@@ -45,7 +45,9 @@ const Query = z.object({
   types: cleanText()
     .max(2_000)
     .optional()
-    .openapi({ description: `Comma-separated event types to return (others are skipped): ${EVENT_TYPES.join(", ")}` }),
+    .openapi({
+      description: `Comma-separated event types to return (others are skipped): ${EVENT_TYPES.join(", ")}. Care events (${EVENT_TYPES.filter(isCareEvent).join(", ")}) are served only to callers with care access; named here without it, 403`,
+    }),
   limit: z
     .string()
     .regex(/^[0-9]{1,4}$/, { message: "must be an integer from 1 to 1000", abort: true })
@@ -98,6 +100,12 @@ export function eventRoutes(shutdown?: AbortSignal) {
     const read = (from: Cursor) => tenant.run((sql) => readFeed(sql, from, types, now ? 0 : limit), { oneStatement: true });
 
     let page: FeedPage = await read(after);
+    // Asked for care events by name without care access: refused, never answered an empty feed (as the audit trail).
+    const careTypes = types?.split(",").filter(isCareEvent) ?? [];
+    if (careTypes.length > 0 && !page.care) {
+      const issue = `${careTypes.join(", ")}: care events need care access (the user's care_access and, with an API key, its care scope)`;
+      throw new ApiError("FORBIDDEN", `types: ${issue}`, { field: "types", issue });
+    }
     if (query.after !== undefined && !now && atOrBefore(after, page.horizon)) {
       throw badRequest(
         `after: the cursor is older than the ${RETENTION_DAYS} days the feed keeps; read the records again and continue from after=now`,

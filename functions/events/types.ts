@@ -38,6 +38,23 @@ export const ALERT_EVENT_TYPES = ["medication.overdue"] as const;
 
 export const EVENT_TYPES = [...DERIVED_EVENT_TYPES, ...ALERT_EVENT_TYPES] as const;
 
+/**
+ * Events about care data, by the kind of record before the dot, as
+ * private.is_care_event (*_care_events.sql) decides: the feed shows them only
+ * to callers with care access, and webhooks send them only to endpoints that
+ * name them.
+ */
+const CARE_EVENT_RESOURCES = new Set([
+  "medication",
+  "medication_administration",
+  "incident",
+  "care_record",
+  "contact",
+  "consent",
+  "care_flag",
+]);
+export const isCareEvent = (type: string): boolean => CARE_EVENT_RESOURCES.has(type.slice(0, type.indexOf(".")));
+
 /** A test event an admin sends to one webhook endpoint (POST /webhook-endpoints/{id}/ping); never in the feed. */
 export const PING_EVENT = "webhook.ping";
 

@@ -33,7 +33,10 @@ const Endpoint = z
     id: z.string().openapi({ format: "uuid" }),
     url: z.string(),
     description: z.string().nullable(),
-    types: z.array(EventType).nullable().openapi({ description: "The event types sent; null: every type" }),
+    types: z
+      .array(EventType)
+      .nullable()
+      .openapi({ description: "The event types sent; null: every type except care events (medication.*, incident.*)" }),
     enabled: z.boolean(),
     disabled_reason: z.string().nullable().openapi({ description: "Why the service disabled it (persistent failure)" }),
     failing_since: timestamp().nullable().openapi({ description: "Since when every attempt has failed" }),
@@ -57,7 +60,10 @@ const types = z.array(EventType).min(1).max(50).nullable();
 const NewEndpoint = z
   .object({
     url,
-    types: types.optional().openapi({ description: "Event types to send; omitted or null: every type" }),
+    types: types.optional().openapi({
+      description:
+        "Event types to send; omitted or null: every type except care events (medication.*, incident.*), which are sent only when named here, and naming them needs care access (403 without)",
+    }),
     description: description.optional(),
     enabled: z.boolean().optional().openapi({ description: "true when omitted" }),
   })
