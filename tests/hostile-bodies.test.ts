@@ -1,8 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_SYNC_RECORDS } from "../functions/attendance/schemas.ts";
 import { JSON_BODY_LIMIT } from "../functions/http/body-policy.ts";
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../functions/http/json-shape.ts";
 import { MAX_IMPORT_BYTES, MAX_IMPORT_LINES } from "../functions/participants-bulk/csv-import.ts";
@@ -45,7 +47,11 @@ const text = (s: string): Uint8Array<ArrayBuffer> => new TextEncoder().encode(s)
 
 interface Answer {
   status: number;
-  body: { error?: { code: string; message: string; details: Array<Record<string, unknown>> } };
+  body: {
+    error?: { code: string; message: string; details: Array<Record<string, unknown>> };
+    // biome-ignore lint/suspicious/noExplicitAny: a success's data, whatever the route answers
+    data?: any;
+  };
 }
 
 /**
@@ -57,12 +63,13 @@ async function whileOtherTenantWorks(
   path: string,
   body: Uint8Array<ArrayBuffer>,
   type: string,
+  key = hostile.tenant.admin.key,
 ): Promise<{ answer: Answer; others: number[] }> {
   const others = whileOtherTenantWaits();
   try {
     const res = await fetch(`${server.url}${path}`, {
       method,
-      headers: { "X-API-Key": hostile.tenant.admin.key, "Content-Type": type },
+      headers: { "X-API-Key": key, "Content-Type": type },
       body,
     });
     const answer = { status: res.status, body: (await res.json()) as Answer["body"] };
@@ -372,5 +379,130 @@ describe("a large CSV export", () => {
     expect(lines).toHaveLength(1 + 5000);
     expect(new Set(lines.slice(1).map((line) => /EXP-\d+/.exec(line)?.[0])).size).toBe(5000);
     await expectAlive(await others.stop());
+  });
+});
+
+describe("a hostile offline sync from a key with the attendance scope", () => {
+  let key: string;
+  let child: string;
+  let pickup: string;
+  let theirs: string;
+  const movementsOf = async (tenantId: string) =>
+    (await t().admin("select count(*)::int as n from public.attendance_movements where tenant_id = $1", [tenantId])).rows[0].n;
+
+  beforeAll(async () => {
+    const user = await hostile.tenant.addUser("staff", { withKey: false });
+    const issued = await fetch(`${server.url}/api/v1/api-keys/generate`, {
+      method: "POST",
+      headers: { "X-API-Key": hostile.tenant.admin.key, "Content-Type": "application/json" },
+      body: JSON.stringify({ email: user.email, scopes: ["attendance"] }),
+    });
+    expect(issued.status).toBe(201);
+    key = ((await issued.json()) as { data: { key: string } }).data.key;
+    child = await newParticipant(t(), hostile.tenant.tenantId, hostile.camp.instanceId);
+    pickup = (
+      await t().admin(
+        "insert into public.participant_contacts (tenant_id, participant_id, name, authorised_pickup) values ($1, $2, 'Pickup', true) returning id",
+        [hostile.tenant.tenantId, child],
+      )
+    ).rows[0].id;
+    theirs = await newParticipant(t(), other.tenant.tenantId, other.camp.instanceId);
+  });
+
+  it(`of ${MAX_SYNC_RECORDS} movements of one child, shuffled, with the longest locations, is answered record by record`, async () => {
+    // The costliest valid sync: every record settles the same child's whole timeline again.
+    const start = Date.now() - 86_400_000;
+    const records = Array.from({ length: MAX_SYNC_RECORDS }, (_, i) => ({
+      participant_id: child,
+      direction: i % 2 === 0 ? "in" : "out",
+      recorded_at: new Date(start + i * 60_000).toISOString(),
+      nonce: randomUUID(),
+      location: "\u{1F3D5}".repeat(100),
+      ...(i % 2 === 1 ? { pickup_contact_id: pickup } : {}),
+    }));
+    let seed = 41;
+    const shuffled = records
+      .map((r) => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return { r, k: seed };
+      })
+      .sort((a, b) => a.k - b.k)
+      .map(({ r }) => r);
+    const body = text(JSON.stringify({ records: shuffled }));
+    const { answer, others } = await whileOtherTenantWorks("POST", "/api/v1/attendance/sync", body, "application/json", key);
+    expect(answer.status, JSON.stringify(answer.body).slice(0, 500)).toBe(200);
+    expect(answer.body.data.results).toHaveLength(MAX_SYNC_RECORDS);
+    expect(answer.body.data.counts.invalid).toBe(0);
+    // Whatever each record was told on arrival, the stored timeline alternates: no conflict, out last.
+    const stored = await t().admin(
+      `select count(*)::int as n, count(*) filter (where conflict)::int as conflicts,
+              (select presence from public.participants where id = $1) as presence
+       from public.attendance_movements where participant_id = $1`,
+      [child],
+    );
+    expect(stored.rows[0]).toEqual({ n: MAX_SYNC_RECORDS, conflicts: 0, presence: "out" });
+    await expectAlive(others);
+  });
+
+  it(`of ${MAX_SYNC_RECORDS} hostile records is answered invalid each, naming the field, and reaches no other tenant`, async () => {
+    const before = { ours: await movementsOf(hostile.tenant.tenantId), theirs: await movementsOf(other.tenant.tenantId) };
+    const good = () => ({ participant_id: child, direction: "in", recorded_at: new Date().toISOString(), nonce: randomUUID() });
+    const kinds: Array<[string, () => Record<string, unknown>]> = [
+      ["location", () => ({ ...good(), location: "x".repeat(100_000) })],
+      ["participant_id", () => ({ ...good(), participant_id: theirs })],
+      ["participant_id", () => ({ ...good(), participant_id: "' or 1=1 --" })],
+      ["recorded_at", () => ({ ...good(), recorded_at: "9999-12-31T23:59:59Z" })],
+      ["recorded_at", () => ({ ...good(), recorded_at: "yesterday" })],
+      ["nonce", () => ({ ...good(), nonce: undefined })],
+      ["direction", () => ({ ...good(), direction: "sideways" })],
+      ["security_code", () => ({ ...good(), security_code: "ABCD" })],
+      ["override_reason", () => ({ ...good(), direction: "out", override_reason: "I say so" })],
+      ["constructor", () => ({ ...good(), constructor: { prototype: { polluted: true } } })],
+    ];
+    // Three locations of 100,000 characters, the rest small: the body stays under the 1 MB limit.
+    const records = Array.from({ length: MAX_SYNC_RECORDS }, (_, i) => {
+      const [field, make] = kinds[i < 3 ? 0 : 1 + (i % (kinds.length - 1))] as [string, () => Record<string, unknown>];
+      return { field, record: make() };
+    });
+    const body = text(JSON.stringify({ records: records.map((r) => r.record) }));
+    expect(body.length).toBeLessThan(1_048_576);
+    const { answer, others } = await whileOtherTenantWorks("POST", "/api/v1/attendance/sync", body, "application/json", key);
+    expect(answer.status, JSON.stringify(answer.body).slice(0, 500)).toBe(200);
+    const results: Array<{ index: number; outcome: string; field?: string; reason?: string }> = answer.body.data.results;
+    expect(results.map((r) => r.outcome)).toEqual(records.map(() => "invalid"));
+    // Each names what was wrong (an unknown key is named as the record itself), and echoes none of it.
+    const named = results.map((r) => r.field);
+    records.forEach(({ field }, i) => {
+      if (field !== "constructor") expect({ i, field: named[i] }).toEqual({ i, field });
+    });
+    const echoed = JSON.stringify(answer.body);
+    for (const text of ["xxxxxxxxxx", "or 1=1", "polluted", "I say so"]) expect(echoed).not.toContain(text);
+    expect(echoed.length).toBeLessThan(200_000);
+    // Nothing stored, and nothing of the other tenant's child touched.
+    expect({ ours: await movementsOf(hostile.tenant.tenantId), theirs: await movementsOf(other.tenant.tenantId) }).toEqual(
+      before,
+    );
+    const them = await t().admin("select presence, presence_since from public.participants where id = $1", [theirs]);
+    expect(them.rows[0]).toEqual({ presence: null, presence_since: null });
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    await expectAlive(others);
+
+    // Control characters are the one thing refused for the whole body (docs/api.md, "The contract"), each field named.
+    const controls = records
+      .slice(0, 40)
+      .map((_, i) => ({ ...good(), location: i % 10 === 9 ? "gate\u0000\u001b[31m" : "gate" }));
+    const refused = await whileOtherTenantWorks(
+      "POST",
+      "/api/v1/attendance/sync",
+      text(JSON.stringify({ records: controls })),
+      "application/json",
+      key,
+    );
+    expect(refused.answer.status).toBe(400);
+    expect(refused.answer.body.error?.details.map((d) => d.field)).toEqual([9, 19, 29, 39].map((i) => `records.${i}.location`));
+    expect({ ours: await movementsOf(hostile.tenant.tenantId), theirs: await movementsOf(other.tenant.tenantId) }).toEqual(
+      before,
+    );
+    await expectAlive(refused.others);
   });
 });
