@@ -58,19 +58,20 @@ create table private.event_horizon (
 grant select on table private.event_horizon to camp_api;
 
 create table private.list_counts (
+  id bigint generated always as identity not null,
   tenant_id uuid not null,
   list text not null,
   scope_id uuid not null,
   status text not null,
   deleted boolean not null,
   n bigint not null,
-  constraint list_counts_pkey PRIMARY KEY (tenant_id, list, scope_id, status, deleted),
+  constraint list_counts_pkey PRIMARY KEY (id),
   constraint list_counts_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE,
-  constraint list_counts_list_check CHECK (list = ANY (ARRAY['participants'::text, 'instances'::text, 'supergroups'::text, 'subgroups'::text, 'blocks'::text, 'rooms'::text])),
-  constraint list_counts_not_negative CHECK (n >= 0)
+  constraint list_counts_list_check CHECK (list = ANY (ARRAY['participants'::text, 'instances'::text, 'supergroups'::text, 'subgroups'::text, 'blocks'::text, 'rooms'::text]))
 );
 alter table private.list_counts enable row level security;
-comment on table private.list_counts is 'How many rows each list holds per tenant, instance, status and deleted-or-not, kept by triggers in the writing transaction; meta.total of the unfiltered lists is read from it (private.kept_total).';
+CREATE INDEX list_counts_key ON private.list_counts USING btree (tenant_id, list, scope_id, status, deleted) INCLUDE (n);
+comment on table private.list_counts is 'Changes to how many rows each list holds per tenant, instance, status and deleted-or-not, appended by triggers in the writing transaction and folded as they accumulate; meta.total of the unfiltered lists is their sum (private.kept_total).';
 
 create table private.overdue_doses (
   tenant_id uuid not null,
@@ -169,26 +170,6 @@ create view private.live_api_keys as
      JOIN public.users u ON u.id = k.user_id
   WHERE k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now()) AND u.active;
 comment on view private.live_api_keys is 'API keys that authenticate: not revoked, not expired, their user active; with the owner''s e-mail and role.';
-
-CREATE OR REPLACE FUNCTION private.add_to_list_count(p_tenant uuid, p_list text, p_scope uuid, p_status text, p_deleted boolean, p_delta bigint)
- RETURNS void
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO ''
-AS $function$
-begin
-  if p_delta > 0 then
-    insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
-    values (p_tenant, p_list, p_scope, p_status, p_deleted, p_delta)
-    on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n;
-  else
-    update private.list_counts c set n = c.n + p_delta
-    where c.tenant_id = p_tenant and c.list = p_list and c.scope_id = p_scope
-      and c.status = p_status and c.deleted = p_deleted;
-  end if;
-end
-$function$;
-revoke all on function private.add_to_list_count(p_tenant uuid, p_list text, p_scope uuid, p_status text, p_deleted boolean, p_delta bigint) from public;
 
 CREATE OR REPLACE FUNCTION private.administration_json(a public.medication_administrations)
  RETURNS jsonb
@@ -1422,16 +1403,13 @@ CREATE OR REPLACE FUNCTION private.count_participant_moved()
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
-declare
-  v_old_first boolean := (old.instance_id, old.status, old.deleted_at is not null)
-                         < (new.instance_id, new.status, new.deleted_at is not null);
 begin
-  if v_old_first then
-    perform private.add_to_list_count(old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1);
-  end if;
-  perform private.add_to_list_count(new.tenant_id, 'participants', new.instance_id, new.status, new.deleted_at is not null, 1);
-  if not v_old_first then
-    perform private.add_to_list_count(old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1);
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+  values (old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1),
+         (new.tenant_id, 'participants', new.instance_id, new.status, new.deleted_at is not null, 1);
+  perform private.fold_list_counts(new.tenant_id, 'participants', new.instance_id);
+  if new.instance_id <> old.instance_id then
+    perform private.fold_list_counts(old.tenant_id, 'participants', old.instance_id);
   end if;
   return null;
 end
@@ -1444,15 +1422,12 @@ CREATE OR REPLACE FUNCTION private.count_participants_deleted()
  SET search_path TO ''
 AS $function$
 begin
-  update private.list_counts c
-  set n = c.n - d.n
-  from (
-    select r.tenant_id, r.instance_id, r.status, r.deleted_at is not null as deleted, count(*) as n
-    from old_rows r
-    group by 1, 2, 3, 4
-  ) d
-  where c.tenant_id = d.tenant_id and c.list = 'participants' and c.scope_id = d.instance_id
-    and c.status = d.status and c.deleted = d.deleted;
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+  select r.tenant_id, 'participants', r.instance_id, r.status, r.deleted_at is not null, -count(*)
+  from old_rows r
+  group by 1, 3, 4, 5;
+  perform private.fold_list_counts(k.tenant_id, 'participants', k.instance_id)
+  from (select distinct r.tenant_id, r.instance_id from old_rows r) k;
   return null;
 end
 $function$;
@@ -1464,12 +1439,12 @@ CREATE OR REPLACE FUNCTION private.count_participants_inserted()
  SET search_path TO ''
 AS $function$
 begin
-  insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
   select r.tenant_id, 'participants', r.instance_id, r.status, r.deleted_at is not null, count(*)
   from new_rows r
-  group by 1, 3, 4, 5
-  order by 1, 3, 4, 5
-  on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n;
+  group by 1, 3, 4, 5;
+  perform private.fold_list_counts(k.tenant_id, 'participants', k.instance_id)
+  from (select distinct r.tenant_id, r.instance_id from new_rows r) k;
   return null;
 end
 $function$;
@@ -1514,41 +1489,30 @@ declare
   v_new record;
 begin
   if tg_level = 'ROW' then
-    -- An update between counts: the old key less one, the new key plus one
-    -- (in key order, as for participants).
     execute format('select ($1).tenant_id, %s as scope_id, %s as status, ($1).deleted_at is not null as deleted',
                    replace(v_scope, 'r.', '($1).'), replace(v_status, 'r.', '($1).'))
       into v_old using old;
     execute format('select ($1).tenant_id, %s as scope_id, %s as status, ($1).deleted_at is not null as deleted',
                    replace(v_scope, 'r.', '($1).'), replace(v_status, 'r.', '($1).'))
       into v_new using new;
-    if (v_old.scope_id, v_old.status, v_old.deleted) < (v_new.scope_id, v_new.status, v_new.deleted) then
-      perform private.add_to_list_count(v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1);
-      perform private.add_to_list_count(v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
-    else
-      perform private.add_to_list_count(v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
-      perform private.add_to_list_count(v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1);
-    end if;
+    insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+    values (v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1),
+           (v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
+    perform private.fold_list_counts(v_new.tenant_id, v_list, v_new.scope_id);
     return null;
   end if;
-  if tg_op = 'INSERT' then
-    execute format(
-      'insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
-       select r.tenant_id, %1$L, %2$s, %3$s, r.deleted_at is not null, count(*)
-       from new_rows r
-       group by 1, 3, 4, 5
-       order by 1, 3, 4, 5
-       on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n',
-      v_list, v_scope, v_status);
-  else
-    execute format(
-      'update private.list_counts c set n = c.n - d.n
-       from (select r.tenant_id, %2$s as scope_id, %3$s as status, r.deleted_at is not null as deleted, count(*) as n
-             from old_rows r group by 1, 2, 3, 4) d
-       where c.tenant_id = d.tenant_id and c.list = %1$L and c.scope_id = d.scope_id
-         and c.status = d.status and c.deleted = d.deleted',
-      v_list, v_scope, v_status);
-  end if;
+  -- A statement's inserted (+) or deleted (-) rows, counted per key.
+  execute format(
+    'insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+     select r.tenant_id, %1$L, %2$s, %3$s, r.deleted_at is not null, %4$s count(*)
+     from %5$I r
+     group by 1, 3, 4, 5',
+    v_list, v_scope, v_status, case when tg_op = 'INSERT' then '' else '-' end,
+    case when tg_op = 'INSERT' then 'new_rows' else 'old_rows' end);
+  execute format(
+    'select private.fold_list_counts(k.tenant_id, %1$L, k.scope_id)
+     from (select distinct r.tenant_id, %2$s as scope_id from %3$I r) k',
+    v_list, v_scope, case when tg_op = 'INSERT' then 'new_rows' else 'old_rows' end);
   return null;
 end
 $function$;
@@ -1937,6 +1901,34 @@ begin
 end
 $function$;
 revoke all on function private.finish_webhook_attempt(p_delivery uuid, p_lease uuid, p_started timestamp with time zone, p_duration_ms integer, p_status_code integer, p_error text, p_response text, p_delivered boolean, p_retry_at timestamp with time zone, p_slow interval) from public;
+
+CREATE OR REPLACE FUNCTION private.fold_list_counts(p_tenant uuid, p_list text, p_scope uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if (select count(*) from (select from private.list_counts c
+                            where c.tenant_id = p_tenant and c.list = p_list and c.scope_id = p_scope
+                            limit 33) x) <= 32 then
+    return;
+  end if;
+  with taken as (
+    delete from private.list_counts c
+    where c.id in (select f.id from private.list_counts f
+                   where f.tenant_id = p_tenant and f.list = p_list and f.scope_id = p_scope
+                   for update skip locked)
+    returning c.tenant_id, c.list, c.scope_id, c.status, c.deleted, c.n
+  )
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+  select t.tenant_id, t.list, t.scope_id, t.status, t.deleted, sum(t.n)
+  from taken t
+  group by 1, 2, 3, 4, 5
+  having sum(t.n) <> 0;
+end
+$function$;
+revoke all on function private.fold_list_counts(p_tenant uuid, p_list text, p_scope uuid) from public;
 
 CREATE OR REPLACE FUNCTION private.forget_deleted_webhook_endpoints()
  RETURNS trigger

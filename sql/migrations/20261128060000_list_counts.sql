@@ -17,21 +17,26 @@
 -- Any other filter (q, updated_since, a group or room, a care flag…) still
 -- counts, through an index.
 --
--- Why a row per (instance, status, deleted): a write changes only the rows of
--- the instances it touches, so a bulk import into one instance and creates in
--- another never wait on each other. Writers into one instance do wait on its
--- count row from their write to their commit, as writers into one room
--- already do on the room's.
+-- Why rows of changes, not one row per count: a count row updated by every
+-- writer is a lock every writer into that instance waits on from its write
+-- to its commit, so a long import would hold up every single create, and two
+-- open transactions could not both add a participant. Instead each writing
+-- statement appends its change (+n or -n per key), which takes no lock any
+-- other writer wants, and a total is the sum of its key's rows. So that the
+-- sum stays over a handful of rows, a writer that finds more than a few
+-- dozen rows under a key it touched folds them into one: it deletes the rows
+-- no other folder holds (FOR UPDATE SKIP LOCKED, so folders never wait on
+-- each other either) and appends their sum. Readers see the rows before or
+-- after a fold, both the same total.
 --
 -- Inserts and deletes are counted per statement, from the transition table
--- (a bulk of 1,000 makes one upsert per instance and status, not 1,000);
+-- (a bulk of 1,000 appends one row per instance and status, not 1,000);
 -- updates per row, and only those that move a row between counts (its
 -- instance, status, or live/deleted), so a change of name costs nothing here.
--- Rows are upserted in key order, so two statements touching the same
--- counts lock them in the same order.
 -- =============================================================================
 
 create table private.list_counts (
+  id        bigint generated always as identity primary key,
   tenant_id uuid not null references public.tenants (id) on delete cascade,
   list      text not null
             constraint list_counts_list_check
@@ -41,11 +46,12 @@ create table private.list_counts (
   -- participants.status or instances.status; '' for the other lists.
   status    text not null,
   deleted   boolean not null,
-  n         bigint not null constraint list_counts_not_negative check (n >= 0),
-  primary key (tenant_id, list, scope_id, status, deleted)
+  -- A change to the count (negative for rows removed or moved away), or a fold's sum.
+  n         bigint not null
 );
+create index list_counts_key on private.list_counts (tenant_id, list, scope_id, status, deleted) include (n);
 comment on table private.list_counts is
-  'How many rows each list holds per tenant, instance, status and deleted-or-not, kept by triggers in the writing transaction; meta.total of the unfiltered lists is read from it (private.kept_total).';
+  'Changes to how many rows each list holds per tenant, instance, status and deleted-or-not, appended by triggers in the writing transaction and folded as they accumulate; meta.total of the unfiltered lists is their sum (private.kept_total).';
 -- Only the triggers' definer functions and private.kept_total touch it.
 alter table private.list_counts enable row level security;
 revoke all on private.list_counts from public;
@@ -79,6 +85,39 @@ revoke all on function private.kept_total(text, uuid, text, boolean) from public
 grant execute on function private.kept_total(text, uuid, text, boolean) to camp_api;
 
 -- -----------------------------------------------------------------------------
+-- Appending and folding changes
+-- -----------------------------------------------------------------------------
+
+-- When a scope (an instance, or the nil uuid for instances) has more than 32
+-- rows, the rows no other transaction is folding become one row per key.
+create function private.fold_list_counts(p_tenant uuid, p_list text, p_scope uuid) returns void
+  language plpgsql
+  security definer
+  set search_path = ''
+as $$
+begin
+  if (select count(*) from (select from private.list_counts c
+                            where c.tenant_id = p_tenant and c.list = p_list and c.scope_id = p_scope
+                            limit 33) x) <= 32 then
+    return;
+  end if;
+  with taken as (
+    delete from private.list_counts c
+    where c.id in (select f.id from private.list_counts f
+                   where f.tenant_id = p_tenant and f.list = p_list and f.scope_id = p_scope
+                   for update skip locked)
+    returning c.tenant_id, c.list, c.scope_id, c.status, c.deleted, c.n
+  )
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+  select t.tenant_id, t.list, t.scope_id, t.status, t.deleted, sum(t.n)
+  from taken t
+  group by 1, 2, 3, 4, 5
+  having sum(t.n) <> 0;
+end
+$$;
+revoke all on function private.fold_list_counts(uuid, text, uuid) from public;
+
+-- -----------------------------------------------------------------------------
 -- Keeping the counts: participants (on every create, so written out in full)
 -- -----------------------------------------------------------------------------
 
@@ -88,12 +127,12 @@ create function private.count_participants_inserted() returns trigger
   set search_path = ''
 as $$
 begin
-  insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
   select r.tenant_id, 'participants', r.instance_id, r.status, r.deleted_at is not null, count(*)
   from new_rows r
-  group by 1, 3, 4, 5
-  order by 1, 3, 4, 5
-  on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n;
+  group by 1, 3, 4, 5;
+  perform private.fold_list_counts(k.tenant_id, 'participants', k.instance_id)
+  from (select distinct r.tenant_id, r.instance_id from new_rows r) k;
   return null;
 end
 $$;
@@ -104,61 +143,29 @@ create function private.count_participants_deleted() returns trigger
   set search_path = ''
 as $$
 begin
-  update private.list_counts c
-  set n = c.n - d.n
-  from (
-    select r.tenant_id, r.instance_id, r.status, r.deleted_at is not null as deleted, count(*) as n
-    from old_rows r
-    group by 1, 2, 3, 4
-  ) d
-  where c.tenant_id = d.tenant_id and c.list = 'participants' and c.scope_id = d.instance_id
-    and c.status = d.status and c.deleted = d.deleted;
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+  select r.tenant_id, 'participants', r.instance_id, r.status, r.deleted_at is not null, -count(*)
+  from old_rows r
+  group by 1, 3, 4, 5;
+  perform private.fold_list_counts(k.tenant_id, 'participants', k.instance_id)
+  from (select distinct r.tenant_id, r.instance_id from old_rows r) k;
   return null;
 end
 $$;
 
--- One count changed by `delta`: a new key is inserted (only ever by a
--- positive delta), an existing one updated. Not an upsert for both: an
--- INSERT checks its proposed row (n < 0) before it finds the conflict.
-create function private.add_to_list_count(
-  p_tenant uuid, p_list text, p_scope uuid, p_status text, p_deleted boolean, p_delta bigint
-) returns void
-  language plpgsql
-  security definer
-  set search_path = ''
-as $$
-begin
-  if p_delta > 0 then
-    insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
-    values (p_tenant, p_list, p_scope, p_status, p_deleted, p_delta)
-    on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n;
-  else
-    update private.list_counts c set n = c.n + p_delta
-    where c.tenant_id = p_tenant and c.list = p_list and c.scope_id = p_scope
-      and c.status = p_status and c.deleted = p_deleted;
-  end if;
-end
-$$;
-revoke all on function private.add_to_list_count(uuid, text, uuid, text, boolean, bigint) from public;
-
--- A row moving between counts: one taken from its old count, one added to
--- its new, in key order (two rows moving in opposite directions lock the
--- same two counts in the same order).
+-- A row moving between counts: one less under its old key, one more under its new.
 create function private.count_participant_moved() returns trigger
   language plpgsql
   security definer
   set search_path = ''
 as $$
-declare
-  v_old_first boolean := (old.instance_id, old.status, old.deleted_at is not null)
-                         < (new.instance_id, new.status, new.deleted_at is not null);
 begin
-  if v_old_first then
-    perform private.add_to_list_count(old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1);
-  end if;
-  perform private.add_to_list_count(new.tenant_id, 'participants', new.instance_id, new.status, new.deleted_at is not null, 1);
-  if not v_old_first then
-    perform private.add_to_list_count(old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1);
+  insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+  values (old.tenant_id, 'participants', old.instance_id, old.status, old.deleted_at is not null, -1),
+         (new.tenant_id, 'participants', new.instance_id, new.status, new.deleted_at is not null, 1);
+  perform private.fold_list_counts(new.tenant_id, 'participants', new.instance_id);
+  if new.instance_id <> old.instance_id then
+    perform private.fold_list_counts(old.tenant_id, 'participants', old.instance_id);
   end if;
   return null;
 end
@@ -196,7 +203,7 @@ create trigger participants_count_truncate after truncate on public.participants
 -- of the row's scope and status (`instance_id` / `''`, or the nil uuid /
 -- `status` for instances). An instance never changes tenant and a group,
 -- block or room never changes instance (*_structure_moves.sql), so an update
--- moves a row only between statuses or live and deleted.
+-- moves a row only between statuses or live and deleted, within its scope.
 -- -----------------------------------------------------------------------------
 
 create function private.count_structure_rows() returns trigger
@@ -212,41 +219,30 @@ declare
   v_new record;
 begin
   if tg_level = 'ROW' then
-    -- An update between counts: the old key less one, the new key plus one
-    -- (in key order, as for participants).
     execute format('select ($1).tenant_id, %s as scope_id, %s as status, ($1).deleted_at is not null as deleted',
                    replace(v_scope, 'r.', '($1).'), replace(v_status, 'r.', '($1).'))
       into v_old using old;
     execute format('select ($1).tenant_id, %s as scope_id, %s as status, ($1).deleted_at is not null as deleted',
                    replace(v_scope, 'r.', '($1).'), replace(v_status, 'r.', '($1).'))
       into v_new using new;
-    if (v_old.scope_id, v_old.status, v_old.deleted) < (v_new.scope_id, v_new.status, v_new.deleted) then
-      perform private.add_to_list_count(v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1);
-      perform private.add_to_list_count(v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
-    else
-      perform private.add_to_list_count(v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
-      perform private.add_to_list_count(v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1);
-    end if;
+    insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+    values (v_old.tenant_id, v_list, v_old.scope_id, v_old.status, v_old.deleted, -1),
+           (v_new.tenant_id, v_list, v_new.scope_id, v_new.status, v_new.deleted, 1);
+    perform private.fold_list_counts(v_new.tenant_id, v_list, v_new.scope_id);
     return null;
   end if;
-  if tg_op = 'INSERT' then
-    execute format(
-      'insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
-       select r.tenant_id, %1$L, %2$s, %3$s, r.deleted_at is not null, count(*)
-       from new_rows r
-       group by 1, 3, 4, 5
-       order by 1, 3, 4, 5
-       on conflict (tenant_id, list, scope_id, status, deleted) do update set n = c.n + excluded.n',
-      v_list, v_scope, v_status);
-  else
-    execute format(
-      'update private.list_counts c set n = c.n - d.n
-       from (select r.tenant_id, %2$s as scope_id, %3$s as status, r.deleted_at is not null as deleted, count(*) as n
-             from old_rows r group by 1, 2, 3, 4) d
-       where c.tenant_id = d.tenant_id and c.list = %1$L and c.scope_id = d.scope_id
-         and c.status = d.status and c.deleted = d.deleted',
-      v_list, v_scope, v_status);
-  end if;
+  -- A statement's inserted (+) or deleted (-) rows, counted per key.
+  execute format(
+    'insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
+     select r.tenant_id, %1$L, %2$s, %3$s, r.deleted_at is not null, %4$s count(*)
+     from %5$I r
+     group by 1, 3, 4, 5',
+    v_list, v_scope, v_status, case when tg_op = 'INSERT' then '' else '-' end,
+    case when tg_op = 'INSERT' then 'new_rows' else 'old_rows' end);
+  execute format(
+    'select private.fold_list_counts(k.tenant_id, %1$L, k.scope_id)
+     from (select distinct r.tenant_id, %2$s as scope_id from %3$I r) k',
+    v_list, v_scope, case when tg_op = 'INSERT' then 'new_rows' else 'old_rows' end);
   return null;
 end
 $$;
@@ -291,7 +287,7 @@ $$;
 -- The rows already there, counted once the triggers keep every later change.
 -- -----------------------------------------------------------------------------
 
-insert into private.list_counts as c (tenant_id, list, scope_id, status, deleted, n)
+insert into private.list_counts (tenant_id, list, scope_id, status, deleted, n)
 select tenant_id, 'participants', instance_id, status, deleted_at is not null, count(*)
 from public.participants group by 1, 3, 4, 5
 union all
@@ -308,5 +304,4 @@ select tenant_id, 'blocks', instance_id, '', deleted_at is not null, count(*)
 from public.blocks group by 1, 3, 5
 union all
 select tenant_id, 'rooms', instance_id, '', deleted_at is not null, count(*)
-from public.rooms group by 1, 3, 5
-on conflict (tenant_id, list, scope_id, status, deleted) do update set n = excluded.n;
+from public.rooms group by 1, 3, 5;
