@@ -5,6 +5,7 @@ import { Database } from "../functions/db/database.ts";
 import { RETENTION_DAYS } from "../functions/events/feed.ts";
 import { pruneEvents } from "../functions/events/retention.ts";
 import { pruneIdempotencyKeys } from "../functions/http/idempotency-retention.ts";
+import { raiseIncidentAlerts } from "../functions/incidents/sweep.ts";
 import { raiseOverdueDoses } from "../functions/medications/sweep.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
@@ -286,9 +287,11 @@ export function buildProgram(): Command {
     .description("the health centre")
     .command("sweep")
     .description(
-      "raise medication.overdue for scheduled doses left uncharted past their grace period (the webhook workers do it every minute); prints {raised}",
+      "raise medication.overdue for scheduled doses left uncharted past their grace period and incident.needs_attention for incidents whose guardians were not notified in time (the webhook workers do it every minute); prints {raised, incidents_raised}",
     )
-    .action(() => withDatabase(async (db) => print({ raised: await raiseOverdueDoses(db) })));
+    .action(() =>
+      withDatabase(async (db) => print({ raised: await raiseOverdueDoses(db), incidents_raised: await raiseIncidentAlerts(db) })),
+    );
 
   program
     .command("idempotency")

@@ -25,6 +25,7 @@ import { QueryRules } from "./http/query-rules.ts";
 import { RateLimiter } from "./http/rate-limit.ts";
 import { requestId } from "./http/request-id.ts";
 import { RouteTable } from "./http/route-table.ts";
+import { incidentRoutes } from "./incidents/routes.ts";
 import { instanceRoutes } from "./instances/routes.ts";
 import { meRoutes } from "./me/routes.ts";
 import { medicationPassRoutes } from "./medications/pass.ts";
@@ -38,6 +39,7 @@ import { PHOTO_BODY, photoRoutes } from "./photos/routes.ts";
 import type { PhotoStore } from "./photos/store.ts";
 import { instancePresenceRoutes, rollCallRoutes } from "./roll-calls/routes.ts";
 import { roomRoutes } from "./rooms/routes.ts";
+import { tenantSettingsRoutes } from "./tenants/settings-routes.ts";
 import { userRoutes } from "./users/routes.ts";
 import { webhookEndpointRoutes } from "./webhook-endpoints/routes.ts";
 
@@ -131,6 +133,7 @@ export function createApp(deps: AppDeps) {
   app.route("/", healthRoutes(photoStore));
   app.route("/api/v1/me", meRoutes);
   app.route("/api/v1/api-keys", apiKeyRoutes);
+  app.route("/api/v1/tenant", tenantSettingsRoutes);
   app.route("/api/v1/users", userRoutes);
   app.route("/api/v1/audit-events", auditRoutes);
   app.route("/api/v1/events", eventRoutes(deps.shutdown));
@@ -153,6 +156,7 @@ export function createApp(deps: AppDeps) {
   app.route("/api/v1/participants", administrationRoutes());
   app.route("/api/v1/participants", participantRoutes);
   app.route("/api/v1/photos", photoRoutes(photoStore));
+  app.route("/api/v1/incidents", incidentRoutes());
 
   registerContract(app);
 

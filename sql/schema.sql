@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128140200 (54 migrations).
+-- Through migration 20261128140200 (55 migrations).
 
 -- Schemas and extensions
 
@@ -56,6 +56,15 @@ create table private.event_horizon (
   constraint event_horizon_one_row CHECK (only_row)
 );
 grant select on table private.event_horizon to camp_api;
+
+create table private.incident_alerts (
+  incident_id uuid not null,
+  tenant_id uuid not null,
+  raised_at timestamp with time zone default now() not null,
+  constraint incident_alerts_pkey PRIMARY KEY (incident_id),
+  constraint incident_alerts_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE
+);
+comment on table private.incident_alerts is 'Incidents raised as incident.needs_attention: each once, whoever raises it (the reporting door or the sweep).';
 
 create table private.list_counts (
   id bigint generated always as identity not null,
@@ -652,6 +661,46 @@ $function$;
 grant execute on function private.audit_changes_of(p_action text, p_changes jsonb) to public;
 grant execute on function private.audit_changes_of(p_action text, p_changes jsonb) to camp_api;
 grant execute on function private.audit_changes_of(p_action text, p_changes jsonb) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.audit_incident(p_action text, p_type text, p_incident uuid, p_changes jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+begin
+  insert into public.audit_events
+    (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id, changes)
+  values (private.request_tenant_id(), (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+          (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', p_action, p_type, p_incident, coalesce(p_changes, '{}'::jsonb));
+end
+$function$;
+revoke all on function private.audit_incident(p_action text, p_type text, p_incident uuid, p_changes jsonb) from public;
+grant execute on function private.audit_incident(p_action text, p_type text, p_incident uuid, p_changes jsonb) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.audit_tenant_settings()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+begin
+  insert into public.audit_events
+    (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id, changes)
+  select n.id, (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+         (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', 'update', 'tenant', n.id,
+         (select coalesce(jsonb_object_agg(f.key, jsonb_build_array(to_jsonb(o) -> f.key, f.value)), '{}'::jsonb)
+          from jsonb_each(to_jsonb(n) - array['created_at', 'updated_at']) f
+          where f.value is distinct from to_jsonb(o) -> f.key)
+  from new_rows n join old_rows o on o.id = n.id
+  where to_jsonb(n) - array['created_at', 'updated_at'] is distinct from to_jsonb(o) - array['created_at', 'updated_at'];
+  return null;
+end
+$function$;
 
 CREATE OR REPLACE FUNCTION private.authenticate_api_key(p_key_hash bytea)
  RETURNS TABLE(key_id uuid, tenant_id uuid, user_id uuid, email text, role text, scopes text[])
@@ -1673,6 +1722,54 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.erase_incidents_of_participant(p_tenant uuid, p_participant uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_linked uuid[];
+  v_orphans uuid[];
+begin
+  v_linked := array(select l.incident_id from public.incident_participants l where l.participant_id = p_participant);
+  if cardinality(v_linked) = 0 then
+    return;
+  end if;
+  perform set_config('camp.health_rewrite', 'on', true);
+  delete from public.incident_participants where participant_id = p_participant;
+  v_orphans := array(select x from unnest(v_linked) x
+                     where not exists (select from public.incident_participants l where l.incident_id = x));
+  delete from public.incident_amendments where incident_id = any (v_orphans);
+  delete from public.incidents where id = any (v_orphans);
+  perform set_config('camp.health_rewrite', 'off', true);
+  delete from private.incident_alerts where incident_id = any (v_orphans);
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = p_tenant
+    and e.resource_type in ('incident', 'safeguarding_incident')
+    and e.resource_id = any (v_orphans)
+    and e.changes <> '{}'::jsonb;
+  perform set_config('camp.audit_rewrite', 'off', true);
+end
+$function$;
+revoke all on function private.erase_incidents_of_participant(p_tenant uuid, p_participant uuid) from public;
+
+CREATE OR REPLACE FUNCTION private.erase_incidents_on_erasure()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.erase_incidents_of_participant(new.tenant_id, new.id);
+  return null;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.erase_medications_of_participant()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2289,6 +2386,25 @@ begin
 end
 $function$;
 
+CREATE OR REPLACE FUNCTION private.guard_safeguarding_lead_change()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := private.audit_actor();
+begin
+  if v_claims ? 'sub' and not exists (
+    select from public.users u
+    where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = new.tenant_id and u.role = 'admin' and u.active
+  ) then
+    raise exception 'only an admin can mark safeguarding leads' using errcode = 'CA403', column = 'safeguarding_lead';
+  end if;
+  return new;
+end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.guard_subgroup_move()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2437,6 +2553,421 @@ $function$;
 revoke all on function private.hold_live_participant() from public;
 comment on function private.hold_live_participant() is 'Trigger (BEFORE INSERT OR UPDATE FOR EACH ROW) for every table that hangs data on a participant: locks the participant row (NEW.participant_id, or the column named by the trigger argument) FOR SHARE and refuses (CA404, constraint live_participant) when it is erased or not of the row''s tenant, so no write outruns an erasure. See *_erasure_holds.sql.';
 
+CREATE OR REPLACE FUNCTION private.incident(p_incident uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_row public.incidents;
+begin
+  perform private.incident_access('read');
+  select * into v_row from public.incidents i where i.id = p_incident;
+  if not found then
+    raise exception 'incident not found' using errcode = 'CA404';
+  end if;
+  perform private.audit_incident('read', private.incident_audit_type(v_row.category), v_row.id, null);
+  return private.incident_json(v_row, private.incident_notice_hours(), clock_timestamp());
+end
+$function$;
+alter function private.incident(p_incident uuid) owner to camp_care;
+revoke all on function private.incident(p_incident uuid) from public;
+grant execute on function private.incident(p_incident uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.incident_access(p_need text)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+declare
+  v_level text := private.care_access();
+begin
+  if v_level = 'none' then
+    raise exception 'no access to care data (needs the user''s care_access, and for an API key its care scope)'
+      using errcode = 'CA403';
+  end if;
+  if p_need = 'write' and v_level <> 'write' then
+    raise exception 'read-only access to care data (needs care_access write, and for an API key its write scope)'
+      using errcode = 'CA403';
+  end if;
+end
+$function$;
+grant execute on function private.incident_access(p_need text) to public;
+grant execute on function private.incident_access(p_need text) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.incident_amend(p_incident uuid, p_changes jsonb, p_reason text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+  v_now timestamptz := clock_timestamp();
+  v_row public.incidents;
+  v_before jsonb;
+  v_changes jsonb := '{}'::jsonb;
+  v_field record;
+  v_value jsonb;
+begin
+  perform private.incident_access('write');
+  select * into v_row from public.incidents i where i.id = p_incident;
+  if not found then
+    raise exception 'incident not found' using errcode = 'CA404';
+  end if;
+  perform private.incident_amend_gate(v_row.instance_id);
+  -- Amendments of one incident one after the other: each is judged against the values the last one left.
+  perform pg_advisory_xact_lock(hashtextextended('incident ' || p_incident::text, 0));
+  v_before := private.incident_current(v_row);
+  if jsonb_typeof(p_changes) is distinct from 'object' or p_changes = '{}'::jsonb then
+    raise exception 'must name at least one field and its new value' using errcode = 'CA400', column = 'changes';
+  end if;
+  for v_field in select c.key, c.value from jsonb_each(p_changes) c loop
+    v_value := v_field.value;
+    case v_field.key
+      when 'occurred_at', 'guardian_notified_at' then
+        if jsonb_typeof(v_value) = 'null' and v_field.key = 'guardian_notified_at' then
+          null;
+        elsif jsonb_typeof(v_value) <> 'string' then
+          raise exception 'must be a timestamp' using errcode = 'CA400', column = 'changes.' || v_field.key;
+        else
+          if (v_value #>> '{}')::timestamptz > v_now + interval '5 minutes' then
+            raise exception 'must not be in the future' using errcode = 'CA400', column = 'changes.' || v_field.key;
+          end if;
+          v_value := to_jsonb(private.iso_time((v_value #>> '{}')::timestamptz));
+        end if;
+      when 'location', 'description' then
+        if jsonb_typeof(v_value) <> 'string' or char_length(btrim(v_value #>> '{}')) not between 1
+           and (case when v_field.key = 'location' then 200 else 10000 end) then
+          raise exception 'must be a non-empty text' using errcode = 'CA400', column = 'changes.' || v_field.key;
+        end if;
+      when 'actions_taken', 'guardian_notified_by' then
+        if jsonb_typeof(v_value) = 'null' and v_field.key = 'guardian_notified_by' then
+          null;
+        elsif jsonb_typeof(v_value) <> 'string' or char_length(v_value #>> '{}')
+              > (case when v_field.key = 'guardian_notified_by' then 200 else 10000 end) then
+          raise exception 'must be a text' using errcode = 'CA400', column = 'changes.' || v_field.key;
+        end if;
+      when 'severity' then
+        if not coalesce(v_value #>> '{}' in ('minor', 'moderate', 'serious'), false) then
+          raise exception 'must be minor, moderate or serious' using errcode = 'CA400', column = 'changes.severity';
+        end if;
+      when 'status' then
+        if not coalesce(v_value #>> '{}' in ('open', 'closed'), false) then
+          raise exception 'must be open or closed' using errcode = 'CA400', column = 'changes.status';
+        end if;
+      when 'category' then
+        if not coalesce(v_value #>> '{}' in ('injury', 'illness', 'behaviour', 'safeguarding', 'near_miss', 'other'), false) then
+          raise exception 'must be injury, illness, behaviour, safeguarding, near_miss or other'
+            using errcode = 'CA400', column = 'changes.category';
+        end if;
+        if (v_value #>> '{}' = 'safeguarding') <> (v_row.category = 'safeguarding') then
+          raise exception 'cannot move an incident into or out of safeguarding (its readers would change): report it anew'
+            using errcode = 'CA400', column = 'changes.category';
+        end if;
+      else
+        raise exception 'is not an amendable field (participant_ids and instance_id are fixed)'
+          using errcode = 'CA400', column = 'changes.' || v_field.key;
+    end case;
+    if v_value is distinct from v_before -> v_field.key then
+      v_changes := v_changes || jsonb_build_object(v_field.key, v_value);
+    end if;
+  end loop;
+  if v_changes = '{}'::jsonb then
+    raise exception 'the incident already has these values' using errcode = 'CA409', column = 'changes';
+  end if;
+  insert into public.incident_amendments (incident_id, changes, reason, recorded_by, recorded_by_email)
+  values (p_incident, v_changes, p_reason, (v_actor ->> 'sub')::uuid, v_actor ->> 'email');
+  perform private.audit_incident('update', private.incident_audit_type(v_row.category), v_row.id,
+    (select jsonb_object_agg(c.key, jsonb_build_array(v_before -> c.key, c.value)) from jsonb_each(v_changes) c)
+    || jsonb_build_object('reason', jsonb_build_array(null, p_reason)));
+  -- Amended to serious (and open): raised now, unless raised before.
+  if v_changes ? 'severity' and v_changes ->> 'severity' = 'serious'
+     and coalesce(v_changes ->> 'status', v_before ->> 'status') = 'open' then
+    perform private.raise_incident_alert(v_row.tenant_id, v_row.id, v_row.category, v_now);
+  end if;
+  return private.incident_json(v_row, private.incident_notice_hours(), v_now);
+end
+$function$;
+alter function private.incident_amend(p_incident uuid, p_changes jsonb, p_reason text) owner to camp_care;
+revoke all on function private.incident_amend(p_incident uuid, p_changes jsonb, p_reason text) from public;
+grant execute on function private.incident_amend(p_incident uuid, p_changes jsonb, p_reason text) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.incident_amend_gate(p_instance uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  perform private.lock_writable_instance(p_instance);
+end
+$function$;
+revoke all on function private.incident_amend_gate(p_instance uuid) from public;
+grant execute on function private.incident_amend_gate(p_instance uuid) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.incident_attention(p_current jsonb, p_hours integer, p_now timestamp with time zone)
+ RETURNS text[]
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select case when p_current ->> 'status' = 'closed' then '{}'::text[] else array_remove(array[
+    case when p_current ->> 'severity' = 'serious' then 'serious' end,
+    case when p_current ->> 'guardian_notified_at' is null
+              and p_now > (p_current ->> 'occurred_at')::timestamptz + make_interval(hours => p_hours)
+           then 'guardians_not_notified'
+         when (p_current ->> 'guardian_notified_at')::timestamptz
+              > (p_current ->> 'occurred_at')::timestamptz + make_interval(hours => p_hours)
+           then 'guardians_notified_late' end
+  ], null) end
+$function$;
+revoke all on function private.incident_attention(p_current jsonb, p_hours integer, p_now timestamp with time zone) from public;
+grant execute on function private.incident_attention(p_current jsonb, p_hours integer, p_now timestamp with time zone) to camp_care;
+grant execute on function private.incident_attention(p_current jsonb, p_hours integer, p_now timestamp with time zone) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.incident_audit_type(p_category text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case when p_category = 'safeguarding' then 'safeguarding_incident' else 'incident' end
+$function$;
+grant execute on function private.incident_audit_type(p_category text) to public;
+grant execute on function private.incident_audit_type(p_category text) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.incident_create(p jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+  v_now timestamptz := clock_timestamp();
+  v_hours int;
+  v_participants uuid[];
+  v_row public.incidents;
+  v_current jsonb;
+begin
+  perform private.incident_access('write');
+  v_participants := array(select distinct x::uuid from jsonb_array_elements_text(p -> 'participant_ids') x order by 1);
+  if cardinality(v_participants) = 0 or cardinality(v_participants) > 100 then
+    raise exception 'must name 1 to 100 participants' using errcode = 'CA400', column = 'participant_ids';
+  end if;
+  perform private.incident_report_gate((p ->> 'instance_id')::uuid, v_participants);
+  v_row.id := gen_random_uuid();
+  v_row.tenant_id := private.request_tenant_id();
+  v_row.instance_id := (p ->> 'instance_id')::uuid;
+  v_row.occurred_at := (p ->> 'occurred_at')::timestamptz;
+  v_row.location := p ->> 'location';
+  v_row.category := p ->> 'category';
+  v_row.severity := p ->> 'severity';
+  v_row.description := p ->> 'description';
+  v_row.actions_taken := coalesce(p ->> 'actions_taken', '');
+  v_row.guardian_notified_at := (p ->> 'guardian_notified_at')::timestamptz;
+  v_row.guardian_notified_by := p ->> 'guardian_notified_by';
+  v_row.reported_by := (v_actor ->> 'sub')::uuid;
+  v_row.reported_by_email := v_actor ->> 'email';
+  v_row.recorded_at := v_now;
+  if v_row.occurred_at > v_now + interval '5 minutes' then
+    raise exception 'must not be in the future' using errcode = 'CA400', column = 'occurred_at';
+  end if;
+  if v_row.guardian_notified_at > v_now + interval '5 minutes' then
+    raise exception 'must not be in the future' using errcode = 'CA400', column = 'guardian_notified_at';
+  end if;
+  insert into public.incidents (id, instance_id, occurred_at, location, category, severity, description, actions_taken,
+                                guardian_notified_at, guardian_notified_by, reported_by, reported_by_email, recorded_at)
+  values (v_row.id, v_row.instance_id, v_row.occurred_at, v_row.location, v_row.category, v_row.severity, v_row.description,
+          v_row.actions_taken, v_row.guardian_notified_at, v_row.guardian_notified_by, v_row.reported_by, v_row.reported_by_email,
+          v_row.recorded_at);
+  insert into public.incident_participants (incident_id, participant_id)
+  select v_row.id, x from unnest(v_participants) x;
+  perform private.audit_incident('create', private.incident_audit_type(v_row.category), v_row.id,
+    jsonb_strip_nulls(private.incident_original(v_row) - 'status'));
+  v_hours := private.incident_notice_hours();
+  if v_row.severity = 'serious' then
+    perform private.raise_incident_alert(v_row.tenant_id, v_row.id, v_row.category, v_now);
+  end if;
+  v_current := private.incident_original(v_row);
+  return jsonb_build_object('id', v_row.id, 'instance_id', v_row.instance_id, 'participant_ids', to_jsonb(v_participants))
+    || v_current
+    || jsonb_build_object(
+      'needs_attention', cardinality(private.incident_attention(v_current, v_hours, v_now)) > 0,
+      'attention_reasons', to_jsonb(private.incident_attention(v_current, v_hours, v_now)),
+      'guardians_notify_by', private.iso_time(v_row.occurred_at + make_interval(hours => v_hours)),
+      'original', v_current, 'amendments', '[]'::jsonb,
+      'reported_by', v_row.reported_by, 'reported_by_email', v_row.reported_by_email,
+      'recorded_at', private.iso_time(v_row.recorded_at));
+end
+$function$;
+alter function private.incident_create(p jsonb) owner to camp_care;
+revoke all on function private.incident_create(p jsonb) from public;
+grant execute on function private.incident_create(p jsonb) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.incident_current(i public.incidents)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select private.incident_original(i) || coalesce((
+    select jsonb_object_agg(c.key, c.value order by a.recorded_at, a.id)
+    from public.incident_amendments a cross join lateral jsonb_each(a.changes) c
+    where a.incident_id = i.id), '{}'::jsonb)
+$function$;
+revoke all on function private.incident_current(i public.incidents) from public;
+grant execute on function private.incident_current(i public.incidents) to camp_care;
+grant execute on function private.incident_current(i public.incidents) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.incident_json(i public.incidents, p_hours integer, p_now timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select private.incident_json_of(i, private.incident_current(i), p_hours, p_now)
+$function$;
+revoke all on function private.incident_json(i public.incidents, p_hours integer, p_now timestamp with time zone) from public;
+grant execute on function private.incident_json(i public.incidents, p_hours integer, p_now timestamp with time zone) to camp_care;
+grant execute on function private.incident_json(i public.incidents, p_hours integer, p_now timestamp with time zone) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+      'id', i.id, 'instance_id', i.instance_id,
+      'participant_ids', coalesce((select jsonb_agg(p.participant_id order by p.participant_id)
+                                   from public.incident_participants p where p.incident_id = i.id), '[]'::jsonb))
+    || p_current
+    || jsonb_build_object(
+      'needs_attention', cardinality(private.incident_attention(p_current, p_hours, p_now)) > 0,
+      'attention_reasons', to_jsonb(private.incident_attention(p_current, p_hours, p_now)),
+      'guardians_notify_by', private.iso_time((p_current ->> 'occurred_at')::timestamptz + make_interval(hours => p_hours)),
+      'original', private.incident_original(i),
+      'amendments', coalesce((
+        select jsonb_agg(jsonb_build_object('id', a.id, 'changes', a.changes, 'reason', a.reason, 'recorded_by', a.recorded_by,
+                                            'recorded_by_email', a.recorded_by_email, 'recorded_at', private.iso_time(a.recorded_at))
+                         order by a.recorded_at, a.id)
+        from public.incident_amendments a where a.incident_id = i.id), '[]'::jsonb),
+      'reported_by', i.reported_by, 'reported_by_email', i.reported_by_email,
+      'recorded_at', private.iso_time(i.recorded_at))
+$function$;
+revoke all on function private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone) from public;
+grant execute on function private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone) to camp_care;
+grant execute on function private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.incident_notice_hours()
+ RETURNS integer
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select coalesce((select t.incident_notice_hours from public.tenants t where t.id = private.request_tenant_id()), 24)
+$function$;
+revoke all on function private.incident_notice_hours() from public;
+grant execute on function private.incident_notice_hours() to camp_care;
+
+CREATE OR REPLACE FUNCTION private.incident_original(i public.incidents)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select jsonb_build_object(
+    'occurred_at', private.iso_time(i.occurred_at), 'location', i.location, 'category', i.category, 'severity', i.severity,
+    'description', i.description, 'actions_taken', i.actions_taken,
+    'guardian_notified_at', private.iso_time(i.guardian_notified_at), 'guardian_notified_by', i.guardian_notified_by,
+    'status', 'open')
+$function$;
+revoke all on function private.incident_original(i public.incidents) from public;
+grant execute on function private.incident_original(i public.incidents) to camp_care;
+grant execute on function private.incident_original(i public.incidents) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.incident_report_gate(p_instance uuid, p_participants uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_missing uuid;
+begin
+  if not exists (select from public.instances i
+                 where i.id = p_instance and i.tenant_id = private.request_tenant_id() and i.deleted_at is null) then
+    raise exception 'is not an instance of this tenant' using errcode = 'CA400', column = 'instance_id';
+  end if;
+  perform private.lock_writable_instance(p_instance);
+  perform from public.participants p
+  where p.id = any (p_participants) and p.tenant_id = private.request_tenant_id()
+  order by p.id
+  for share;
+  select x.id into v_missing
+  from unnest(p_participants) as x(id)
+  where not exists (select from public.participants p
+                    where p.id = x.id and p.tenant_id = private.request_tenant_id() and p.instance_id = p_instance
+                      and p.deleted_at is null and p.erased_at is null)
+  limit 1;
+  if v_missing is not null then
+    raise exception 'participant % is not a live participant of the instance', v_missing
+      using errcode = 'CA400', column = 'participant_ids';
+  end if;
+end
+$function$;
+revoke all on function private.incident_report_gate(p_instance uuid, p_participants uuid[]) from public;
+grant execute on function private.incident_report_gate(p_instance uuid, p_participants uuid[]) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.incidents(p jsonb, p_limit integer, p_offset integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_hours int := private.incident_notice_hours();
+  v_now timestamptz := clock_timestamp();
+  v_found jsonb;
+begin
+  perform private.incident_access('read');
+  with matching as (
+    select i as row, cur.value as current, i.recorded_at, i.id, i.category
+    from public.incidents i
+    cross join lateral (select private.incident_current(i) as value) cur
+    where (p ->> 'instance_id' is null or i.instance_id = (p ->> 'instance_id')::uuid)
+      and (p ->> 'participant_id' is null or exists (
+            select from public.incident_participants ip
+            where ip.incident_id = i.id and ip.participant_id = (p ->> 'participant_id')::uuid))
+      and (p ->> 'category' is null or i.category = p ->> 'category')
+      and (p ->> 'severity' is null or cur.value ->> 'severity' = p ->> 'severity')
+      and (p ->> 'status' is null or cur.value ->> 'status' = p ->> 'status')
+      and (p ->> 'occurred_from' is null or (cur.value ->> 'occurred_at')::timestamptz >= (p ->> 'occurred_from')::timestamptz)
+      and (p ->> 'occurred_to' is null or (cur.value ->> 'occurred_at')::timestamptz < (p ->> 'occurred_to')::timestamptz)
+      and (p ->> 'needs_attention' is null
+           or (cardinality(private.incident_attention(cur.value, v_hours, v_now)) > 0) = (p ->> 'needs_attention')::boolean)
+  ), page as (
+    select m.* from matching m order by m.recorded_at desc, m.id desc limit p_limit offset p_offset
+  ), audited as (
+    select private.audit_incident('read', private.incident_audit_type(pg.category), pg.id, null) from page pg
+  )
+  select jsonb_build_object(
+    'total', (select count(*) from matching),
+    'rows', coalesce((select jsonb_agg(private.incident_json_of(pg.row, pg.current, v_hours, v_now)
+                                       order by pg.recorded_at desc, pg.id desc) from page pg), '[]'::jsonb),
+    'audited', (select count(*) from audited))
+  into v_found;
+  return v_found - 'audited';
+end
+$function$;
+alter function private.incidents(p jsonb, p_limit integer, p_offset integer) owner to camp_care;
+revoke all on function private.incidents(p jsonb, p_limit integer, p_offset integer) from public;
+grant execute on function private.incidents(p jsonb, p_limit integer, p_offset integer) to camp_api;
+
 CREATE OR REPLACE FUNCTION private.instance_pickups(p_instance uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -2485,12 +3016,33 @@ CREATE OR REPLACE FUNCTION private.is_care_resource(p_type text)
  SET search_path TO ''
 AS $function$
   select p_type in ('contact', 'care_record', 'consent', 'contacts', 'consents', 'care_flag', 'medication', 'medications',
-                    'medication_administration', 'medication_administrations')
+                    'medication_administration', 'medication_administrations', 'incident', 'safeguarding_incident')
 $function$;
 grant execute on function private.is_care_resource(p_type text) to public;
 grant execute on function private.is_care_resource(p_type text) to camp_api;
 grant execute on function private.is_care_resource(p_type text) to camp_care;
 grant execute on function private.is_care_resource(p_type text) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.is_safeguarding_lead()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_claims jsonb := nullif(current_setting('request.jwt.claims', true), '')::jsonb;
+begin
+  if v_claims is null or not v_claims ? 'sub' or not v_claims ? 'tenant_id' or private.care_access() = 'none' then
+    return false;
+  end if;
+  return coalesce((
+    select u.safeguarding_lead from public.users u
+    where u.id = (v_claims ->> 'sub')::uuid and u.tenant_id = (v_claims ->> 'tenant_id')::uuid and u.active), false);
+end
+$function$;
+revoke all on function private.is_safeguarding_lead() from public;
+grant execute on function private.is_safeguarding_lead() to camp_api;
+grant execute on function private.is_safeguarding_lead() to camp_care;
 
 CREATE OR REPLACE FUNCTION private.iso_time(p_time timestamp with time zone)
  RETURNS text
@@ -3242,6 +3794,58 @@ end
 $function$;
 revoke all on function private.prune_webhook_deliveries(p_before timestamp with time zone, p_batch integer) from public;
 
+CREATE OR REPLACE FUNCTION private.raise_incident_alert(p_tenant uuid, p_incident uuid, p_category text, p_now timestamp with time zone)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  insert into private.incident_alerts (incident_id, tenant_id, raised_at) values (p_incident, p_tenant, p_now)
+  on conflict do nothing;
+  if not found then
+    return false;
+  end if;
+  insert into public.events (tenant_id, xact_id, id, type, resource_id, occurred_at, audience)
+  values (p_tenant, pg_current_xact_id(), nextval(pg_get_serial_sequence('public.audit_events', 'id')),
+          'incident.needs_attention', p_incident, p_now,
+          case when p_category = 'safeguarding' then 'safeguarding' end);
+  return true;
+end
+$function$;
+revoke all on function private.raise_incident_alert(p_tenant uuid, p_incident uuid, p_category text, p_now timestamp with time zone) from public;
+grant execute on function private.raise_incident_alert(p_tenant uuid, p_incident uuid, p_category text, p_now timestamp with time zone) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.raise_incident_alerts(p_now timestamp with time zone DEFAULT now())
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count int := 0;
+  v_incident record;
+begin
+  for v_incident in
+    select i.tenant_id, i.id, i.category
+    from public.incidents i
+    join public.tenants t on t.id = i.tenant_id
+    where i.recorded_at > p_now - interval '30 days'
+      and i.retained_until is null
+      and not exists (select from private.incident_alerts a where a.incident_id = i.id)
+      and cardinality(private.incident_attention(private.incident_current(i), t.incident_notice_hours, p_now)) > 0
+    order by i.recorded_at, i.id
+  loop
+    if private.raise_incident_alert(v_incident.tenant_id, v_incident.id, v_incident.category, p_now) then
+      v_count := v_count + 1;
+    end if;
+  end loop;
+  return v_count;
+end
+$function$;
+revoke all on function private.raise_incident_alerts(p_now timestamp with time zone) from public;
+comment on function private.raise_incident_alerts(p_now timestamp with time zone) is 'The incidents sweep: one incident.needs_attention event per open incident (recorded in the last 30 days) that is serious or whose guardians were not recorded as notified within the tenant''s incident_notice_hours, raised once.';
+
 CREATE OR REPLACE FUNCTION private.raise_overdue_doses(p_now timestamp with time zone DEFAULT now())
  RETURNS integer
  LANGUAGE plpgsql
@@ -3498,6 +4102,22 @@ end
 $function$;
 revoke all on function private.require_care_access() from public;
 grant execute on function private.require_care_access() to camp_api;
+
+CREATE OR REPLACE FUNCTION private.require_safeguarding_lead()
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+begin
+  if not private.is_safeguarding_lead() then
+    raise exception 'only safeguarding leads read safeguarding incidents' using errcode = 'CA403';
+  end if;
+  return true;
+end
+$function$;
+revoke all on function private.require_safeguarding_lead() from public;
+grant execute on function private.require_safeguarding_lead() to camp_api;
 
 CREATE OR REPLACE FUNCTION private.reset_list_counts()
  RETURNS trigger
@@ -3924,6 +4544,22 @@ alter function private.severe_allergy_participants() owner to camp_care;
 revoke all on function private.severe_allergy_participants() from public;
 grant execute on function private.severe_allergy_participants() to camp_api;
 
+CREATE OR REPLACE FUNCTION private.skip_safeguarding_deliveries()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if new.event_type like 'incident.%'
+     and exists (select from public.incidents i where i.id = new.resource_id and i.category = 'safeguarding') then
+    return null;
+  end if;
+  return new;
+end
+$function$;
+revoke all on function private.skip_safeguarding_deliveries() from public;
+
 CREATE OR REPLACE FUNCTION private.skip_unnamed_care_deliveries()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -4239,9 +4875,9 @@ alter table public.audit_events enable row level security;
 CREATE INDEX audit_events_resource ON public.audit_events USING btree (tenant_id, resource_type, resource_id, occurred_at DESC);
 CREATE INDEX audit_events_tenant_time ON public.audit_events USING btree (tenant_id, occurred_at DESC, id DESC);
 create policy "API callers read the audit trail of their tenant" on public.audit_events for select to camp_api
-  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))) AND ((resource_type <> 'safeguarding_incident'::text) OR ( SELECT private.is_safeguarding_lead() AS is_safeguarding_lead))));
 create policy "Reporting roles read their tenant's audit trail" on public.audit_events for select to camp_reporting
-  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR ( SELECT private.reporting_care_granted() AS reporting_care_granted))));
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ((NOT private.is_care_resource(resource_type)) OR ( SELECT private.reporting_care_granted() AS reporting_care_granted)) AND (resource_type <> 'safeguarding_incident'::text)));
 CREATE TRIGGER audit_events_append_only BEFORE DELETE OR UPDATE ON public.audit_events FOR EACH ROW EXECUTE FUNCTION private.guard_audit_events();
 CREATE TRIGGER audit_events_derive_events AFTER INSERT ON public.audit_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.derive_events();
 CREATE TRIGGER audit_events_no_truncate BEFORE TRUNCATE ON public.audit_events FOR EACH STATEMENT EXECUTE FUNCTION private.guard_audit_events();
@@ -4298,14 +4934,19 @@ create table public.events (
   type text not null,
   resource_id uuid not null,
   occurred_at timestamp with time zone not null,
+  audience text,
   data jsonb,
   constraint events_pkey PRIMARY KEY (tenant_id, xact_id, id),
-  constraint events_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE
+  constraint events_tenant_id_fkey FOREIGN KEY (tenant_id) REFERENCES public.tenants(id) ON DELETE CASCADE,
+  constraint events_audience_check CHECK (audience = 'safeguarding'::text)
 );
 alter table public.events enable row level security;
 CREATE INDEX events_occurred_at ON public.events USING brin (occurred_at);
 create policy "API callers read the events of their tenant" on public.events for select to camp_api
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND ((NOT private.is_care_event(type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
+create policy "Only safeguarding leads read safeguarding events" on public.events as restrictive for select to camp_api
+  using (((audience IS NULL) OR ( SELECT private.is_safeguarding_lead() AS is_safeguarding_lead)));
+comment on column public.events.audience is 'null: the tenant''s callers (care events: those with care access); safeguarding: safeguarding leads only (a safeguarding incident''s alert), never sent to a webhook.';
 comment on column public.events.data is 'Figures the event carries besides the record''s id (roll_call.closed: {counts}); never a name or a value of a person. Null for most types.';
 grant select on table public.events to camp_api;
 comment on table public.events is 'The change feed: one row per created, updated, deleted or erased camp record, derived from audit_events in the writing transaction; ids and type only. Kept 30 days (private.prune_events).';
@@ -4341,6 +4982,112 @@ comment on column public.idempotency_keys.withheld is 'Why the answer is not kep
 comment on column public.idempotency_keys.requires is 'The rights the first request relied on beyond write scope (admin, care); a replay is given only to a caller who still holds them.';
 grant select, insert, update, delete on table public.idempotency_keys to camp_api;
 comment on table public.idempotency_keys is 'The stored answers of POSTs sent with an Idempotency-Key, per tenant and user, for 24 hours (removed by private.prune_idempotency_keys in the hourly housekeeping, and a few at a time by later keyed requests of the tenant). Never a secret (withheld = secret), never an erased participant (withheld = erased).';
+
+create table public.incident_amendments (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  incident_id uuid not null,
+  changes jsonb not null,
+  reason text not null,
+  recorded_by uuid,
+  recorded_by_email text,
+  recorded_at timestamp with time zone default clock_timestamp() not null,
+  constraint incident_amendments_pkey PRIMARY KEY (id),
+  constraint incident_amendments_incident_id_fkey FOREIGN KEY (tenant_id, incident_id) REFERENCES public.incidents(tenant_id, id),
+  constraint incident_amendments_changes_check CHECK (jsonb_typeof(changes) = 'object'::text AND changes <> '{}'::jsonb),
+  constraint incident_amendments_reason_check CHECK (char_length(btrim(reason)) >= 1 AND char_length(btrim(reason)) <= 2000)
+);
+alter table public.incident_amendments enable row level security;
+CREATE INDEX incident_amendments_by_incident ON public.incident_amendments USING btree (incident_id, recorded_at, id);
+create policy "Care access reads the amendments of incidents it reads" on public.incident_amendments for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (EXISTS ( SELECT
+   FROM public.incidents i
+  WHERE (i.id = incident_amendments.incident_id)))));
+create policy "Care write access amends incidents it reads" on public.incident_amendments for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text) AND (EXISTS ( SELECT
+   FROM public.incidents i
+  WHERE (i.id = incident_amendments.incident_id)))));
+create policy "Reporting roles granted care read incident amendments" on public.incident_amendments for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care) AND (EXISTS ( SELECT
+   FROM public.incidents i
+  WHERE (i.id = incident_amendments.incident_id)))));
+CREATE TRIGGER incident_amendments_append_only BEFORE DELETE OR UPDATE ON public.incident_amendments FOR EACH ROW EXECUTE FUNCTION private.guard_append_only();
+CREATE TRIGGER incident_amendments_no_truncate BEFORE TRUNCATE ON public.incident_amendments FOR EACH STATEMENT EXECUTE FUNCTION private.guard_append_only();
+grant insert (incident_id, changes, reason, recorded_by, recorded_by_email) on table public.incident_amendments to camp_care;
+grant select (id, incident_id, changes, reason, recorded_by, recorded_by_email, recorded_at) on table public.incident_amendments to camp_reporting_care;
+grant select on table public.incident_amendments to camp_care;
+comment on table public.incident_amendments is 'Amendments of incidents, append-only: {field: new value} with a reason; closing (status closed) is one.';
+
+create table public.incident_participants (
+  tenant_id uuid default private.request_tenant_id() not null,
+  incident_id uuid not null,
+  participant_id uuid not null,
+  constraint incident_participants_pkey PRIMARY KEY (incident_id, participant_id),
+  constraint incident_participants_incident_id_fkey FOREIGN KEY (tenant_id, incident_id) REFERENCES public.incidents(tenant_id, id),
+  constraint incident_participants_participant_id_fkey FOREIGN KEY (tenant_id, participant_id) REFERENCES public.participants(tenant_id, id)
+);
+alter table public.incident_participants enable row level security;
+CREATE INDEX incident_participants_by_participant ON public.incident_participants USING btree (participant_id);
+create policy "Care access reads the participants of incidents it reads" on public.incident_participants for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (EXISTS ( SELECT
+   FROM public.incidents i
+  WHERE (i.id = incident_participants.incident_id)))));
+create policy "Care write access names an incident's participants" on public.incident_participants for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Reporting roles granted care read incident participants" on public.incident_participants for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care) AND (EXISTS ( SELECT
+   FROM public.incidents i
+  WHERE (i.id = incident_participants.incident_id)))));
+CREATE TRIGGER incident_participants_append_only BEFORE DELETE OR UPDATE ON public.incident_participants FOR EACH ROW EXECUTE FUNCTION private.guard_append_only();
+CREATE TRIGGER incident_participants_hold_live_participant BEFORE INSERT ON public.incident_participants FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
+CREATE TRIGGER incident_participants_no_truncate BEFORE TRUNCATE ON public.incident_participants FOR EACH STATEMENT EXECUTE FUNCTION private.guard_append_only();
+grant insert (incident_id, participant_id) on table public.incident_participants to camp_care;
+grant select (incident_id, participant_id) on table public.incident_participants to camp_reporting_care;
+grant select on table public.incident_participants to camp_care;
+comment on table public.incident_participants is 'The participants an incident names, fixed at reporting; erasure removes a participant''s links.';
+
+create table public.incidents (
+  id uuid default gen_random_uuid() not null,
+  tenant_id uuid default private.request_tenant_id() not null,
+  instance_id uuid not null,
+  occurred_at timestamp with time zone not null,
+  location text not null,
+  category text not null,
+  severity text not null,
+  description text not null,
+  actions_taken text not null,
+  guardian_notified_at timestamp with time zone,
+  guardian_notified_by text,
+  reported_by uuid,
+  reported_by_email text,
+  recorded_at timestamp with time zone default clock_timestamp() not null,
+  retained_until timestamp with time zone,
+  constraint incidents_pkey PRIMARY KEY (id),
+  constraint incidents_tenant_id_id_key UNIQUE (tenant_id, id),
+  constraint incidents_instance_id_fkey FOREIGN KEY (tenant_id, instance_id) REFERENCES public.instances(tenant_id, id),
+  constraint incidents_actions_taken_check CHECK (char_length(actions_taken) <= 10000),
+  constraint incidents_category_check CHECK (category = ANY (ARRAY['injury'::text, 'illness'::text, 'behaviour'::text, 'safeguarding'::text, 'near_miss'::text, 'other'::text])),
+  constraint incidents_description_check CHECK (char_length(btrim(description)) >= 1 AND char_length(btrim(description)) <= 10000),
+  constraint incidents_guardian_notified_by_check CHECK (char_length(guardian_notified_by) <= 200),
+  constraint incidents_location_check CHECK (char_length(btrim(location)) >= 1 AND char_length(btrim(location)) <= 200),
+  constraint incidents_severity_check CHECK (severity = ANY (ARRAY['minor'::text, 'moderate'::text, 'serious'::text]))
+);
+alter table public.incidents enable row level security;
+CREATE INDEX incidents_by_instance ON public.incidents USING btree (instance_id, recorded_at DESC);
+CREATE INDEX incidents_by_tenant ON public.incidents USING btree (tenant_id, recorded_at DESC, id DESC);
+CREATE INDEX incidents_recent ON public.incidents USING btree (recorded_at);
+create policy "Care access reads incidents, leads safeguarding ones" on public.incidents for select to camp_care
+  using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])) AND ((category <> 'safeguarding'::text) OR ( SELECT private.is_safeguarding_lead() AS is_safeguarding_lead))));
+create policy "Care write access reports incidents" on public.incidents for insert to camp_care
+  with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
+create policy "Reporting roles granted care read incidents" on public.incidents for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care) AND (category <> 'safeguarding'::text)));
+CREATE TRIGGER incidents_append_only BEFORE DELETE OR UPDATE ON public.incidents FOR EACH ROW EXECUTE FUNCTION private.guard_append_only();
+CREATE TRIGGER incidents_no_truncate BEFORE TRUNCATE ON public.incidents FOR EACH STATEMENT EXECUTE FUNCTION private.guard_append_only();
+grant insert (id, instance_id, occurred_at, location, category, severity, description, actions_taken, guardian_notified_at, guardian_notified_by, reported_by, reported_by_email, recorded_at) on table public.incidents to camp_care;
+grant select (id, instance_id, occurred_at, location, category, severity, description, actions_taken, guardian_notified_at, guardian_notified_by, reported_by, reported_by_email, recorded_at) on table public.incidents to camp_reporting_care;
+grant select on table public.incidents to camp_care;
+comment on table public.incidents is 'Incidents as first reported (injury, illness, behaviour, safeguarding, near miss, other), append-only: changes are incident_amendments. Care data, safeguarding ones for leads only: reached only through private.incident*.';
 
 create table public.instances (
   id uuid default gen_random_uuid() not null,
@@ -4725,6 +5472,7 @@ CREATE TRIGGER participants_count_room_update AFTER UPDATE OF room_id, deleted_a
 CREATE TRIGGER participants_count_truncate AFTER TRUNCATE ON public.participants FOR EACH STATEMENT EXECUTE FUNCTION private.reset_list_counts('participants');
 CREATE TRIGGER participants_erase_attendance AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_attendance_of_participant();
 CREATE TRIGGER participants_erase_care AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_care_of_participant();
+CREATE TRIGGER participants_erase_incidents AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_incidents_on_erasure();
 CREATE TRIGGER participants_erase_medications AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_medications_of_participant();
 CREATE TRIGGER participants_erase_photo_uploads AFTER UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.erase_photo_uploads_of_participant();
 CREATE TRIGGER participants_erase_presence BEFORE UPDATE OF erased_at ON public.participants FOR EACH ROW WHEN (old.erased_at IS NULL AND new.erased_at IS NOT NULL) EXECUTE FUNCTION private.clear_presence_of_erased();
@@ -4984,13 +5732,21 @@ create table public.tenants (
   name text not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
+  incident_notice_hours integer default 24 not null,
   constraint tenants_pkey PRIMARY KEY (id),
+  constraint tenants_incident_notice_hours_check CHECK (incident_notice_hours >= 1 AND incident_notice_hours <= 720),
   constraint tenants_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200)
 );
 alter table public.tenants enable row level security;
 create policy "API callers see their own tenant" on public.tenants for select to camp_api
   using ((id = ( SELECT private.request_tenant_id() AS request_tenant_id)));
+create policy "Admins change their tenant's settings" on public.tenants for update to camp_api
+  using (((id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)))
+  with check (((id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
+CREATE TRIGGER tenants_audit_update AFTER UPDATE ON public.tenants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_tenant_settings();
 CREATE TRIGGER tenants_touch_updated_at BEFORE UPDATE ON public.tenants FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
+grant update (incident_notice_hours) on table public.tenants to camp_api;
+comment on column public.tenants.incident_notice_hours is 'Hours after an incident occurred within which its guardians are to be recorded as notified (default 24); later, the incident needs attention.';
 grant select on table public.tenants to camp_api;
 
 create table public.users (
@@ -5003,6 +5759,7 @@ create table public.users (
   updated_at timestamp with time zone default now() not null,
   active boolean default true not null,
   care_access text not null,
+  safeguarding_lead boolean default false not null,
   constraint users_pkey PRIMARY KEY (id),
   constraint users_auth_subject_key UNIQUE (auth_subject),
   constraint users_tenant_id_id_key UNIQUE (tenant_id, id),
@@ -5027,10 +5784,12 @@ CREATE TRIGGER users_audit_update AFTER UPDATE ON public.users REFERENCING OLD T
 CREATE TRIGGER users_fill_care_access BEFORE INSERT ON public.users FOR EACH ROW EXECUTE FUNCTION private.fill_user_care_access();
 CREATE TRIGGER users_guard_care_access BEFORE UPDATE OF care_access ON public.users FOR EACH ROW WHEN (old.care_access IS DISTINCT FROM new.care_access) EXECUTE FUNCTION private.guard_care_access_change();
 CREATE TRIGGER users_guard_change BEFORE UPDATE OF role, active ON public.users FOR EACH ROW EXECUTE FUNCTION private.guard_user_change();
+CREATE TRIGGER users_guard_safeguarding_lead BEFORE UPDATE OF safeguarding_lead ON public.users FOR EACH ROW WHEN (old.safeguarding_lead IS DISTINCT FROM new.safeguarding_lead) EXECUTE FUNCTION private.guard_safeguarding_lead_change();
 CREATE TRIGGER users_touch_updated_at BEFORE UPDATE ON public.users FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
-grant insert (tenant_id, email, role), update (role, active, care_access) on table public.users to camp_api;
+grant insert (tenant_id, email, role), update (role, active, care_access, safeguarding_lead) on table public.users to camp_api;
 comment on column public.users.active is 'A deactivated user keeps their history but cannot authenticate: their keys are revoked and their Bearer tokens refused.';
 comment on column public.users.care_access is 'How far the user may reach children''s contacts, care records and consents: none, read or write. Default by role on insert (admin: write, staff: none); only an admin or an operator changes it.';
+comment on column public.users.safeguarding_lead is 'Reads incidents of category safeguarding (with care access); set by admins only.';
 grant select on table public.users to camp_api;
 
 create table public.webhook_attempts (
@@ -5086,6 +5845,7 @@ CREATE INDEX webhook_deliveries_retention ON public.webhook_deliveries USING bri
 create policy "Admins read the webhook deliveries of their tenant" on public.webhook_deliveries for select to camp_api
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text) AND ((NOT private.is_care_event(event_type)) OR (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])))));
 CREATE TRIGGER webhook_deliveries_care_only_when_named BEFORE INSERT ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.skip_unnamed_care_deliveries();
+CREATE TRIGGER webhook_deliveries_no_safeguarding BEFORE INSERT ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.skip_safeguarding_deliveries();
 CREATE TRIGGER webhook_deliveries_touch_updated_at BEFORE UPDATE ON public.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
 comment on column public.webhook_deliveries.data is 'The event''s figures (public.events.data), copied with its ids.';
 grant select on table public.webhook_deliveries to camp_api;
@@ -5264,6 +6024,33 @@ create view reporting.daily_movements with (security_invoker=true) as
 grant select on table reporting.daily_movements to authenticated;
 grant select on table reporting.daily_movements to camp_reporting;
 comment on view reporting.daily_movements is 'Per instance and day: live participants with that arrival_date (arrivals) and that departure_date (departures). Only days with at least one movement appear.';
+
+create view reporting.incidents with (security_invoker=true) as
+ SELECT i.id,
+    i.instance_id,
+    ARRAY( SELECT l.participant_id
+           FROM public.incident_participants l
+          WHERE l.incident_id = i.id
+          ORDER BY l.participant_id) AS participant_ids,
+    (c.v ->> 'occurred_at'::text)::timestamp with time zone AS occurred_at,
+    c.v ->> 'location'::text AS location,
+    c.v ->> 'category'::text AS category,
+    c.v ->> 'severity'::text AS severity,
+    c.v ->> 'description'::text AS description,
+    c.v ->> 'actions_taken'::text AS actions_taken,
+    (c.v ->> 'guardian_notified_at'::text)::timestamp with time zone AS guardian_notified_at,
+    c.v ->> 'guardian_notified_by'::text AS guardian_notified_by,
+    c.v ->> 'status'::text AS status,
+    ( SELECT count(*)::integer AS count
+           FROM public.incident_amendments a
+          WHERE a.incident_id = i.id) AS amendments,
+    i.reported_by_email,
+    i.recorded_at
+   FROM public.incidents i
+     CROSS JOIN LATERAL ( SELECT private.incident_current(i.*) AS v) c
+  WHERE i.category <> 'safeguarding'::text;
+grant select on table reporting.incidents to camp_reporting_care;
+comment on view reporting.incidents is 'Care data (roles granted --care only; others get permission denied): incidents with their current values (amendments applied), the participants they name and how many amendments they have. Safeguarding incidents are never here: only safeguarding leads read them, through the API.';
 
 create view reporting.instance_counts with (security_invoker=true) as
  SELECT i.id AS instance_id,

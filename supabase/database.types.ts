@@ -287,6 +287,7 @@ export type Database = {
       };
       events: {
         Row: {
+          audience: string | null;
           data: Json | null;
           id: number;
           occurred_at: string;
@@ -297,6 +298,7 @@ export type Database = {
         };
         ComputedFields: never;
         Insert: {
+          audience?: string | null;
           data?: Json | null;
           id: number;
           occurred_at: string;
@@ -306,6 +308,7 @@ export type Database = {
           xact_id: unknown;
         };
         Update: {
+          audience?: string | null;
           data?: Json | null;
           id?: number;
           occurred_at?: string;
@@ -378,6 +381,145 @@ export type Database = {
             columns: ["tenant_id", "user_id"];
             isOneToOne: false;
             referencedRelation: "users";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      incident_amendments: {
+        Row: {
+          changes: NonNullable<Json>;
+          id: string;
+          incident_id: string;
+          reason: string;
+          recorded_at: string;
+          recorded_by: string | null;
+          recorded_by_email: string | null;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          changes: NonNullable<Json>;
+          id?: string;
+          incident_id: string;
+          reason: string;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          recorded_by_email?: string | null;
+          tenant_id?: string;
+        };
+        Update: {
+          changes?: NonNullable<Json>;
+          id?: string;
+          incident_id?: string;
+          reason?: string;
+          recorded_at?: string;
+          recorded_by?: string | null;
+          recorded_by_email?: string | null;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "incident_amendments_incident_id_fkey";
+            columns: ["tenant_id", "incident_id"];
+            isOneToOne: false;
+            referencedRelation: "incidents";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      incident_participants: {
+        Row: {
+          incident_id: string;
+          participant_id: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          incident_id: string;
+          participant_id: string;
+          tenant_id?: string;
+        };
+        Update: {
+          incident_id?: string;
+          participant_id?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "incident_participants_incident_id_fkey";
+            columns: ["tenant_id", "incident_id"];
+            isOneToOne: false;
+            referencedRelation: "incidents";
+            referencedColumns: ["tenant_id", "id"];
+          },
+          {
+            foreignKeyName: "incident_participants_participant_id_fkey";
+            columns: ["tenant_id", "participant_id"];
+            isOneToOne: false;
+            referencedRelation: "participants";
+            referencedColumns: ["tenant_id", "id"];
+          },
+        ];
+      };
+      incidents: {
+        Row: {
+          actions_taken: string;
+          category: string;
+          description: string;
+          guardian_notified_at: string | null;
+          guardian_notified_by: string | null;
+          id: string;
+          instance_id: string;
+          location: string;
+          occurred_at: string;
+          recorded_at: string;
+          reported_by: string | null;
+          reported_by_email: string | null;
+          retained_until: string | null;
+          severity: string;
+          tenant_id: string;
+        };
+        ComputedFields: never;
+        Insert: {
+          actions_taken: string;
+          category: string;
+          description: string;
+          guardian_notified_at?: string | null;
+          guardian_notified_by?: string | null;
+          id?: string;
+          instance_id: string;
+          location: string;
+          occurred_at: string;
+          recorded_at?: string;
+          reported_by?: string | null;
+          reported_by_email?: string | null;
+          retained_until?: string | null;
+          severity: string;
+          tenant_id?: string;
+        };
+        Update: {
+          actions_taken?: string;
+          category?: string;
+          description?: string;
+          guardian_notified_at?: string | null;
+          guardian_notified_by?: string | null;
+          id?: string;
+          instance_id?: string;
+          location?: string;
+          occurred_at?: string;
+          recorded_at?: string;
+          reported_by?: string | null;
+          reported_by_email?: string | null;
+          retained_until?: string | null;
+          severity?: string;
+          tenant_id?: string;
+        };
+        Relationships: [
+          {
+            foreignKeyName: "incidents_instance_id_fkey";
+            columns: ["tenant_id", "instance_id"];
+            isOneToOne: false;
+            referencedRelation: "instances";
             referencedColumns: ["tenant_id", "id"];
           },
         ];
@@ -1259,6 +1401,7 @@ export type Database = {
         Row: {
           created_at: string;
           id: string;
+          incident_notice_hours: number;
           name: string;
           updated_at: string;
         };
@@ -1266,12 +1409,14 @@ export type Database = {
         Insert: {
           created_at?: string;
           id?: string;
+          incident_notice_hours?: number;
           name: string;
           updated_at?: string;
         };
         Update: {
           created_at?: string;
           id?: string;
+          incident_notice_hours?: number;
           name?: string;
           updated_at?: string;
         };
@@ -1286,6 +1431,7 @@ export type Database = {
           email: string;
           id: string;
           role: string;
+          safeguarding_lead: boolean;
           tenant_id: string;
           updated_at: string;
         };
@@ -1298,6 +1444,7 @@ export type Database = {
           email: string;
           id?: string;
           role?: string;
+          safeguarding_lead?: boolean;
           tenant_id?: string;
           updated_at?: string;
         };
@@ -1309,6 +1456,7 @@ export type Database = {
           email?: string;
           id?: string;
           role?: string;
+          safeguarding_lead?: boolean;
           tenant_id?: string;
           updated_at?: string;
         };

@@ -329,8 +329,15 @@ describe("the reporting schema", () => {
               obj_description(c.oid, 'pg_class') is not null as documented
        from pg_class c where c.relnamespace = 'reporting'::regnamespace order by 1`,
     );
-    // audit_events is checked with the audit trail (tests/audit.test.ts), the care views with care data (tests/care-reporting.test.ts).
-    const careViews = ["participant_care", "participant_consents", "participant_contacts", "participant_medications"];
+    // audit_events is checked with the audit trail (tests/audit.test.ts), the care views with care data (tests/care-reporting.test.ts),
+    // incidents in tests/incidents.test.ts.
+    const careViews = [
+      "incidents",
+      "participant_care",
+      "participant_consents",
+      "participant_contacts",
+      "participant_medications",
+    ];
     expect(views.rows).toEqual(
       [...VIEW_NAMES, "audit_events", ...careViews]
         .sort()

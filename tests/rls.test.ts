@@ -96,8 +96,11 @@ async function seedTenant(label: string): Promise<Seeded> {
   return { tenant, user, instance, supergroup, subgroup, block, room };
 }
 
-/** Tables of care data: tested in tests/care-sql.test.ts (camp_api holds no privilege on them). */
+/** Tables of care data: tested in tests/care-sql.test.ts and tests/incidents.test.ts (camp_api holds no privilege on them). */
 const CARE_TABLES = [
+  "incident_amendments",
+  "incident_participants",
+  "incidents",
   "medication_administrations",
   "participant_care",
   "participant_consents",

@@ -27,6 +27,8 @@ const CARE_RESOURCES = [
   "medications",
   "medication_administration",
   "medication_administrations",
+  "incident",
+  "safeguarding_incident",
 ] as const;
 
 const AuditEvent = z
@@ -90,11 +92,12 @@ const Query = z.object({
       "movement",
       "roll_call",
       "roll_call_mark",
+      "tenant",
       ...CARE_RESOURCES,
     ])
     .optional()
     .openapi({
-      description: `Care resources (${CARE_RESOURCES.join(", ")}) are seen only with care access: asked for by name without it, 403`,
+      description: `Care resources (${CARE_RESOURCES.join(", ")}) are seen only with care access: asked for by name without it, 403; safeguarding_incident only by safeguarding leads (403 to others)`,
     }),
   resource_id: idFilter(),
   actor_user_id: idFilter(),
@@ -137,6 +140,7 @@ async function listEvents(sql: Sql, filters: Filters) {
   // Care events asked for by name: refused without care access (403), never an empty page.
   const careType = (CARE_RESOURCES as readonly string[]).includes(filters.resource_type ?? "");
   if (careType || filters.action === "read") where.push("(select private.require_care_access())");
+  if (filters.resource_type === "safeguarding_incident") where.push("(select private.require_safeguarding_lead())");
   equal("resource_id", filters.resource_id);
   equal("actor_user_id", filters.actor_user_id);
   equal("action", filters.action);

@@ -31,6 +31,7 @@ export const TAGS: Array<{ name: string; description: string }> = [
     description: "Check-in, check-out to an authorised pickup, presence, roll calls and offline sync (the attendance scope)",
   },
   { name: "photos", description: "Participants' photos: upload (metadata removed) and download" },
+  { name: "tenant", description: "The tenant's settings: every caller reads them, admins change them" },
   { name: "users", description: "The tenant's users and their roles (admins)" },
   { name: "api-keys", description: "API keys: issue, rotate, revoke and list" },
   { name: "audit", description: "The audit trail: who changed what (admins)" },

@@ -31,10 +31,14 @@ export const DERIVED_EVENT_TYPES = [
 ] as const;
 
 /**
- * Alerts raised by a sweep, not by a change (written into the feed directly):
- * a scheduled dose left uncharted (*_medication_pass.sql). Thin like the rest.
+ * Alerts, written into the feed directly rather than derived from a change: a
+ * scheduled dose left uncharted (*_medication_pass.sql), an incident needing
+ * attention (*_incidents.sql). Thin like the rest. Care data: the feed shows
+ * them only to callers with care access (a safeguarding incident's only to
+ * safeguarding leads), and a webhook endpoint gets them only by naming them
+ * in its types (never a safeguarding incident's).
  */
-export const ALERT_EVENT_TYPES = ["medication.overdue"] as const;
+export const ALERT_EVENT_TYPES = ["medication.overdue", "incident.needs_attention"] as const;
 
 export const EVENT_TYPES = [...DERIVED_EVENT_TYPES, ...ALERT_EVENT_TYPES] as const;
 

@@ -12,12 +12,13 @@ export interface UserRecord {
   role: Role;
   active: boolean;
   care_access: CareAccess;
+  safeguarding_lead: boolean;
   created_at: Date;
   updated_at: Date;
   has_live_key: boolean;
 }
 
-const RECORD = `u.id, u.email, u.role, u.active, u.care_access, u.created_at, u.updated_at,
+const RECORD = `u.id, u.email, u.role, u.active, u.care_access, u.safeguarding_lead, u.created_at, u.updated_at,
   exists (select from public.api_keys k where k.user_id = u.id and k.revoked_at is null
           and (k.expires_at is null or k.expires_at > now())) as has_live_key`;
 
@@ -65,11 +66,16 @@ export async function addUser(sql: Sql, email: string, role: Role) {
 }
 
 /**
- * Changes a user's role, active flag or care access. The database revokes a
- * deactivated user's keys, refuses to leave a tenant without an active admin
- * (409) and lets only an admin change care access (403).
+ * Changes a user's role, active flag, care access or safeguarding lead mark.
+ * The database revokes a deactivated user's keys, refuses to leave a tenant
+ * without an active admin (409) and lets only an admin change care access or
+ * the lead mark (403).
  */
-export async function changeUser(sql: Sql, id: string, change: { role?: Role; active?: boolean; care_access?: CareAccess }) {
+export async function changeUser(
+  sql: Sql,
+  id: string,
+  change: { role?: Role; active?: boolean; care_access?: CareAccess; safeguarding_lead?: boolean },
+) {
   const set: string[] = [];
   const params: unknown[] = [id];
   if (change.role !== undefined) {
@@ -83,6 +89,10 @@ export async function changeUser(sql: Sql, id: string, change: { role?: Role; ac
   if (change.care_access !== undefined) {
     params.push(change.care_access);
     set.push(`care_access = $${params.length}`);
+  }
+  if (change.safeguarding_lead !== undefined) {
+    params.push(change.safeguarding_lead);
+    set.push(`safeguarding_lead = $${params.length}`);
   }
   const rows = await sql.query(`update public.users set ${set.join(", ")} where id = $1 returning id`, params);
   return rows.length === 1 ? getUser(sql, id) : undefined;

@@ -26,6 +26,9 @@ const User = z
     role: Role,
     active: z.boolean(),
     care_access: CareAccess,
+    safeguarding_lead: z.boolean().openapi({
+      description: "Reads incidents of category safeguarding (with care access); only admins set it",
+    }),
     created_at: timestamp(),
     updated_at: timestamp(),
     has_live_key: z.boolean(),
@@ -49,10 +52,17 @@ const UserChange = z
     role: Role.optional(),
     active: z.boolean().optional().openapi({ description: "false revokes the user's keys and refuses their Bearer tokens" }),
     care_access: CareAccess.optional(),
+    safeguarding_lead: z.boolean().optional().openapi({
+      description: "true marks the user a safeguarding lead: they read safeguarding incidents (with care access)",
+    }),
   })
   .refine(
-    (body) => body.role !== undefined || body.active !== undefined || body.care_access !== undefined,
-    "send role, active, care_access or more",
+    (body) =>
+      body.role !== undefined ||
+      body.active !== undefined ||
+      body.care_access !== undefined ||
+      body.safeguarding_lead !== undefined,
+    "send role, active, care_access, safeguarding_lead or more",
   )
   .openapi("UserChange");
 
@@ -115,7 +125,7 @@ const changeOne = createRoute(
     path: "/{id}",
     summary: "Change a user (admins)",
     description:
-      "Changes a user's role or care access, or deactivates them (their keys are revoked and their Bearer tokens refused); the last active admin cannot be demoted or deactivated (409). Admins only.",
+      "Changes a user's role, care access or safeguarding lead mark, or deactivates them (their keys are revoked and their Bearer tokens refused); the last active admin cannot be demoted or deactivated (409). Admins only.",
     tags,
     request: { params: IdParam, body: body(UserChange) },
     responses: { 200: json(dataOf(User), "The user") },

@@ -3,6 +3,7 @@ import { RETENTION_DAYS } from "../events/feed.ts";
 import { pruneEvents } from "../events/retention.ts";
 import { thinEvent } from "../events/types.ts";
 import { pruneIdempotencyKeys } from "../http/idempotency-retention.ts";
+import { raiseIncidentAlerts } from "../incidents/sweep.ts";
 import { describeError, log } from "../log.ts";
 import { OVERDUE_SWEEP_MS, raiseOverdueDoses } from "../medications/sweep.ts";
 import { type AttemptOutcome, type LeasedDelivery, queue } from "./queue.ts";
@@ -177,12 +178,14 @@ export class WebhookWorker {
 
   #lastOverdueSweep = 0;
 
-  /** About once a minute: overdue doses become events (idempotent, so several workers may all sweep). */
+  /** About once a minute: overdue doses and incidents past their notice deadline become events (idempotent, so several workers may all sweep). */
   async #sweepOverdue(): Promise<void> {
     if (Date.now() - this.#lastOverdueSweep < OVERDUE_SWEEP_MS) return;
     this.#lastOverdueSweep = Date.now();
     const raised = await raiseOverdueDoses(this.db);
     if (raised > 0) log.info("overdue doses raised", { medication_overdue_events: raised });
+    const incidents = await raiseIncidentAlerts(this.db);
+    if (incidents > 0) log.info("incidents needing attention raised", { incident_needs_attention_events: incidents });
   }
 
   async #housekeeping(): Promise<void> {
