@@ -11,5 +11,8 @@ export default defineConfig({
     testTimeout: 90_000,
     hookTimeout: 60_000,
     pool: "forks",
+    // Two files at a time, whatever the core count (vitest's default on 2 cores is one): most
+    // files spend their time waiting on Postgres and on the processes they start, not on a core.
+    maxWorkers: 2,
   },
 });
