@@ -236,19 +236,10 @@ export async function deleteParticipant(sql: Sql, id: string, precondition?: Pre
 const EQUALITY_FILTERS = ["instance_id", "status", "super_group_id", "sub_group_id", "block_id", "room_id"] as const;
 
 /**
- * Roughly how long `q` is once folded (private.search_key): only to choose how
- * to search, never what matches.
- */
-const foldedLength = (term: string) =>
-  term
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .replace(/[^\p{L}\p{N}]/gu, "").length;
-
-/**
- * The ids `q` finds (a term of three letters or more): the live participants
- * from the trigram index, and with include_deleted the deleted ones too,
- * which the partial index does not hold.
+ * The ids `q` finds: the live participants from an index (trigrams for a
+ * term of three letters or more, letters and pairs for a shorter one:
+ * *_short_search.sql), and with include_deleted the deleted ones too, which
+ * the partial indexes do not hold.
  */
 const searchIds = (term: string, includeDeleted: boolean | undefined) =>
   `select id from private.search_participant_ids(${term}) as s(id)` +
@@ -257,13 +248,11 @@ const searchIds = (term: string, includeDeleted: boolean | undefined) =>
 /**
  * The list's conditions on `p`, also used by the CSV export.
  *
- * `q` of three letters or more goes through private.search_participant_ids,
- * where the trigram index can serve it (under RLS it could not: see the
- * function in the *_participants migration); with `found`, the conditions name
- * a CTE `found` of those ids instead, which the caller defines once (the
- * search then runs once for a page and its total). A shorter term has no
- * trigram to look up and matches a large share of any tenant: it is a filter
- * on the rows read in list order, which stop at the page's end.
+ * `q` goes through private.search_participant_ids, where an index can serve
+ * it (under RLS it could not: see the function in the *_participants
+ * migration); with `found`, the conditions name a CTE `found` of those ids
+ * instead, which the caller defines once (the search then runs once for a
+ * page and its total).
  */
 export function listConditions(
   filters: Omit<ListFilters, "limit" | "offset" | "sort" | "updated_since" | "include_deleted" | "severe_allergy"> &
@@ -292,10 +281,7 @@ export function listConditions(
   if (filters.q !== undefined) {
     params.push(filters.q);
     const term = `$${params.length}`;
-    if (foldedLength(filters.q) < 3) {
-      // The folded pattern is computed once (an InitPlan), not per row.
-      where.push(`p.search_key like (select '%' || nullif(private.search_key(${term}), '') || '%')`);
-    } else if (options.found) {
+    if (options.found) {
       search = searchIds(term, filters.include_deleted);
       where.push("p.id in (select id from found)");
     } else {
