@@ -616,7 +616,7 @@ declare
   v_erasing boolean := coalesce(current_setting('camp.erasing', true), '') = 'on';
   v_type text := tg_argv[0];
   -- Never written into an event: secrets, generated and bookkeeping columns.
-  v_hidden text[] := array['tenant_id', 'key_hash', 'search_key', 'search_grams', 'created_at', 'updated_at', 'auth_subject'];
+  v_hidden text[] := array['tenant_id', 'key_hash', 'search_key', 'created_at', 'updated_at', 'auth_subject'];
 begin
   if tg_op = 'INSERT' then
     insert into public.audit_events
@@ -4478,15 +4478,19 @@ grant execute on function private.search_deleted_participant_ids(p_term text) to
 CREATE OR REPLACE FUNCTION private.search_grams(p_key text)
  RETURNS text[]
  LANGUAGE sql
- IMMUTABLE PARALLEL SAFE
+ IMMUTABLE PARALLEL SAFE STRICT
  SET search_path TO ''
 AS $function$
-  select coalesce(array_agg(distinct g.gram order by g.gram), '{}'::text[])
-  from generate_series(1, length(p_key)) as i (at),
-       lateral (values (substr(p_key, i.at, 1)), (substr(p_key, i.at, 2))) as g (gram)
-  where g.gram <> '' and strpos(g.gram, chr(31)) = 0
+  select array(
+    select c from unnest(pg_catalog.string_to_array(p_key, null)) as c
+    where c <> pg_catalog.chr(31)
+    union all
+    select a || b
+    from unnest((pg_catalog.string_to_array(p_key, null))[1:pg_catalog.length(p_key) - 1],
+                (pg_catalog.string_to_array(p_key, null))[2:]) as p (a, b)
+    where a <> pg_catalog.chr(31) and b <> pg_catalog.chr(31))
 $function$;
-comment on function private.search_grams(p_key text) is 'The distinct letters and pairs of adjacent letters of a search key, within its fields: what a search of one or two letters looks up.';
+comment on function private.search_grams(p_key text) is 'The letters and pairs of adjacent letters of a search key, within its fields: what a search of one or two letters looks up (participants_search_grams).';
 
 CREATE OR REPLACE FUNCTION private.search_key(p_text text)
  RETURNS text
@@ -4518,7 +4522,7 @@ AS $function$
   where p.tenant_id = (select private.request_tenant_id())
     and p.deleted_at is null
     and length(private.search_key($1)) between 1 and 2
-    and p.search_grams @> array[private.search_key($1)]
+    and private.search_grams(p.search_key) @> array[private.search_key($1)]
 $function$;
 revoke all on function private.search_participant_ids(p_term text) from public;
 grant execute on function private.search_participant_ids(p_term text) to camp_api;
@@ -5413,7 +5417,6 @@ create table public.participants (
   erased_at timestamp with time zone,
   presence text,
   presence_since timestamp with time zone,
-  search_grams text[] generated always as (private.search_grams(private.search_key(((((((first_name || chr(31)) || surname) || chr(31)) || full_name) || chr(31)) || user_id)))) stored,
   constraint participants_pkey PRIMARY KEY (id),
   constraint participants_tenant_id_id_key UNIQUE (tenant_id, id),
   constraint participants_block_id_fkey FOREIGN KEY (instance_id, block_id) REFERENCES public.blocks(instance_id, id),
@@ -5468,7 +5471,7 @@ CREATE INDEX participants_by_user_id ON public.participants USING btree (tenant_
 CREATE INDEX participants_list ON public.participants USING btree (tenant_id, created_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX participants_presence ON public.participants USING btree (instance_id, presence) WHERE (deleted_at IS NULL);
 CREATE INDEX participants_presence_by_tenant ON public.participants USING btree (tenant_id, presence) WHERE (deleted_at IS NULL);
-CREATE INDEX participants_search_grams ON public.participants USING gin (search_grams) WHERE (deleted_at IS NULL);
+CREATE INDEX participants_search_grams ON public.participants USING gin (private.search_grams(search_key)) WHERE (deleted_at IS NULL);
 CREATE INDEX participants_search_key ON public.participants USING gin (search_key extensions.gin_trgm_ops) WHERE (deleted_at IS NULL);
 CREATE UNIQUE INDEX participants_user_id_key ON public.participants USING btree (instance_id, user_id) WHERE (deleted_at IS NULL);
 create policy "API callers manage the participants of their tenant" on public.participants for all to camp_api
@@ -5513,7 +5516,6 @@ grant select (id, instance_id, user_id, first_name, surname, full_name, gender, 
 comment on column public.participants.search_key is 'What `q` searches: the names and user_id as private.search_key folds them, joined by chr(31). Generated; never written.';
 comment on column public.participants.erased_at is 'When the participant''s personal data was erased (POST /participants/{id}/erase): the row keeps its id and instance, nothing else of the person.';
 comment on column public.participants.presence is 'in or out: the direction of the participant''s last movement by recorded_at (null: none recorded). Set only by the attendance doors.';
-comment on column public.participants.search_grams is 'private.search_grams of search_key, for searches of one or two letters (participants_search_grams).';
 grant select, insert, update on table public.participants to camp_api;
 
 create table public.photo_uploads (

@@ -913,7 +913,6 @@ export type Database = {
           room_number: string | null;
           school_institute: string | null;
           school_year: string | null;
-          search_grams: string[] | null;
           search_key: string | null;
           status: string;
           sub_group_id: string | null;
@@ -951,7 +950,6 @@ export type Database = {
           room_number?: string | null;
           school_institute?: string | null;
           school_year?: string | null;
-          search_grams?: never;
           search_key?: never;
           status?: string;
           sub_group_id?: string | null;
@@ -988,7 +986,6 @@ export type Database = {
           room_number?: string | null;
           school_institute?: string | null;
           school_year?: string | null;
-          search_grams?: never;
           search_key?: never;
           status?: string;
           sub_group_id?: string | null;

@@ -5,7 +5,7 @@
  * bulk create of 1,000 (POST /participants/bulk), both into one instance.
  * The feature (--feature) is the kept totals (`counts`: the counting
  * triggers of *_list_counts.sql) or the index of letters and pairs for short
- * searches (`short-search`: *_short_search.sql's column and index).
+ * searches (`short-search`: *_short_search.sql's index).
  *
  *   npm run bench:list-counts                      # embedded Postgres, or the server of DATABASE_URL
  *   npm run bench:list-counts -- --rounds 400 --bulk-rounds 20
@@ -47,7 +47,7 @@ const WITHOUT: Record<string, string[]> = {
     "participants_count_move",
     "participants_count_truncate",
   ].map((trigger) => `alter table public.participants disable trigger ${trigger}`),
-  "short-search": ["alter table public.participants drop column search_grams"],
+  "short-search": ["drop index public.participants_search_grams"],
 };
 
 interface Side {
