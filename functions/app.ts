@@ -10,7 +10,7 @@ import { blockRoutes } from "./blocks/routes.ts";
 import { careRoutes } from "./care/routes.ts";
 import type { Config } from "./config.ts";
 import type { Database } from "./db/database.ts";
-import { mountDocs } from "./docs/routes.ts";
+import { type GuideReader, mountDocs } from "./docs/routes.ts";
 import { ApiError } from "./errors.ts";
 import { eventRoutes } from "./events/routes.ts";
 import { subgroupRoutes, supergroupRoutes } from "./groups/routes.ts";
@@ -54,6 +54,8 @@ export interface AppDeps {
   deliverNow?: () => void;
   /** Aborted when the server begins to stop: requests that wait (the event feed's `wait`) answer at once. */
   shutdown?: AbortSignal;
+  /** Reads the guides of docs/ that /docs links to, where the runtime has them (docs/routes.ts GUIDES). */
+  readGuide?: GuideReader;
 }
 
 /**
@@ -122,7 +124,7 @@ export function createApp(deps: AppDeps) {
   );
   app.use("*", bodyPolicy([PHOTO_BODY, ...BULK_BODIES]));
   // Public documentation (openapi.json, /docs): mounted before authentication, whose chain it ends.
-  mountDocs(app);
+  mountDocs(app, deps.readGuide);
   // One limiter per app (a server process, an Edge isolate): it holds this process's leases of every user's budget.
   const limit = deps.config.RATE_LIMIT_PER_MINUTE;
   const limiter = limit === 0 ? undefined : new RateLimiter(limit);

@@ -5,6 +5,7 @@ import { describeError, log } from "../functions/log.ts";
 import { type PhotoStore, PhotoStoreError } from "../functions/photos/store.ts";
 import { PHOTO_BUCKET, SupabasePhotoStore } from "../functions/photos/supabase-store.ts";
 import { createDemoTenant } from "../functions/tenants/provisioning.ts";
+import { readGuide } from "./guides.ts";
 import { listen, reachedAt } from "./http-server.ts";
 import { configureLogging } from "./logging.ts";
 import type { FilePhotoStore } from "./photo-files.ts";
@@ -98,6 +99,7 @@ export async function startServer(env: Record<string, string | undefined> = proc
       config,
       photoStore: photos.store,
       shutdown: shutdown.signal,
+      readGuide,
       deliverNow: () => wakeWorker?.(),
     });
     const http = await listen(app.fetch, config.PORT, config.HOST, {

@@ -35,7 +35,7 @@ function misbehaving() {
   // biome-ignore lint/suspicious/noExplicitAny: see above
   function answer(c: any) {
     const id = c.req.valid("param").id;
-    c.header("X-Request-Id", "r1");
+    if (id !== "no-request-id") c.header("X-Request-Id", "r1");
     const error = { success: false, error: { code: "CONFLICT", message: "no", request_id: "r1" } };
     if (id === "teapot") return c.json(error, 418);
     if (id === "wrong-code") return c.json(error, 404);
@@ -78,6 +78,11 @@ describe("the response validation of the HTTP tests", () => {
   it("fails an answer without a header the document says is always sent", async () => {
     const { violations } = await get("no-etag");
     expect(violations).toEqual([expect.stringMatching(/required header ETag is missing/)]);
+  });
+
+  it("fails an answer without a header declared once for every answer", async () => {
+    const { violations } = await get("no-request-id");
+    expect(violations).toEqual([expect.stringMatching(/required header X-Request-Id is missing/)]);
   });
 
   it("fails a body that does not match the answer's schema", async () => {

@@ -257,6 +257,10 @@ describe("the Edge Function under Deno", () => {
     const script = await send("GET", "/api/docs/assets/swagger-ui-bundle.js");
     expect(script.status).toBe(200);
     expect(script.headers.get("content-type")).toMatch(/^text\/javascript/);
+    // The guides the page links to, read from the checkout as `npm run serve:edge` runs it.
+    const guide = await send("GET", "/api/docs/guides/api.md");
+    expect(guide.status).toBe(200);
+    expect(guide.headers.get("content-type")).toMatch(/^text\/markdown/);
   });
 
   it("leaves no connection inside a transaction once the requests are answered", async () => {

@@ -1,7 +1,8 @@
 import { readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
-import { DOC_ROUTES } from "../functions/docs/routes.ts";
+import { DOC_ROUTES, GUIDES } from "../functions/docs/routes.ts";
+import { readGuide } from "../node/guides.ts";
 import { renderAssetsModule } from "../scripts/docs-assets.ts";
 import { call, testApp } from "./support/fixtures.ts";
 
@@ -107,6 +108,27 @@ describe("GET /docs", () => {
     const res = await call(app, "GET", "/docs/assets/missing.js");
     expect(res.status).toBe(404);
     expect(res.body.error.code).toBe("NOT_FOUND");
+  });
+
+  it("serves each guide the description links to, only those, and says where they are when it has none", async () => {
+    const document = (await call(app, "GET", "/api/v1/openapi.json")).body;
+    const linked = [...document.info.description.matchAll(/\]\(docs\/guides\/([a-z-]+\.md)\)/g)].map((m) => m[1]);
+    expect(linked).toEqual(GUIDES.map((guide) => guide.file));
+    const withGuides = testApp(db, {}, { readGuide });
+    for (const file of linked) {
+      const res = await call(withGuides, "GET", `/docs/guides/${file}`);
+      expect(res.status, file).toBe(200);
+      expect(res.headers.get("content-type")).toMatch(/^text\/markdown; charset=utf-8/);
+      expect(res.body, file).toBe(readFileSync(new URL(`../docs/${file}`, import.meta.url), "utf8"));
+    }
+    // A name outside the list never reaches the file system.
+    for (const name of ["..%2Fpackage.json", "STYLE.md", "api.md.bak"]) {
+      expect((await call(withGuides, "GET", `/docs/guides/${name}`)).status, name).toBe(404);
+    }
+    // A runtime without docs/ (a deployed Edge Function) names the file in the repository.
+    const res = await call(app, "GET", "/docs/guides/api.md");
+    expect(res.status).toBe(404);
+    expect(res.body.error.message).toContain("docs/api.md in the service's repository");
   });
 
   it("embeds the installed swagger-ui-dist (run npm run gen:docs-assets after upgrading it)", () => {

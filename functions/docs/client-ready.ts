@@ -1,7 +1,10 @@
+import { EVERY_ANSWER_HEADERS } from "../http/openapi.ts";
+
 /**
  * Finishes the generated OpenAPI document for code generators, in one place
  * rather than on each route: an operationId on every operation (from its
- * method and path, so it is stable) and the tags' descriptions. What each
+ * method and path, so it is stable), the tags' descriptions, and the headers
+ * of every answer (`x-headers-on-every-answer`, http/openapi.ts). What each
  * operation answers is declared with the route (http/operation.ts).
  */
 
@@ -67,5 +70,6 @@ export function clientReady(document: Json): Json {
     ...TAGS.filter((tag) => used.has(tag.name)),
     ...[...used].filter((name) => !known.has(name)).map((name) => ({ name })),
   ];
+  document["x-headers-on-every-answer"] = EVERY_ANSWER_HEADERS;
   return document;
 }

@@ -1,6 +1,7 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "../app-env.ts";
-import { notFound } from "../errors.ts";
+import { ApiError, notFound } from "../errors.ts";
+import { KEY_ORIGIN } from "../http/openapi.ts";
 import { VERSION } from "../version.ts";
 import { clientReady } from "./client-ready.ts";
 import { DOCS_CSP, DOCS_PAGE, START_SCRIPT } from "./page.ts";
@@ -15,7 +16,11 @@ export const DOC_ROUTES = [
   { method: "GET", path: DOCS_PATH },
   { method: "GET", path: `${DOCS_PATH}/` },
   { method: "GET", path: `${DOCS_PATH}/assets/:name` },
+  { method: "GET", path: `${DOCS_PATH}/guides/:name` },
 ];
+
+/** Reads one of docs/ by file name (one of GUIDES); undefined when this deployment does not carry the file. */
+export type GuideReader = (file: string) => Promise<string | undefined>;
 
 const CONTENT_TYPES: Record<string, string> = {
   js: "text/javascript; charset=utf-8",
@@ -23,16 +28,40 @@ const CONTENT_TYPES: Record<string, string> = {
   txt: "text/plain; charset=utf-8",
 };
 
+/**
+ * The guides in the repository's docs/, which the description links to. The
+ * runtime's entry reads them from the checkout (node/server.ts, and
+ * supabase/functions/api/index.ts under `npm run serve:edge`); a deployed
+ * function carries no docs/, so there the link answers 404 naming the
+ * repository's folder.
+ */
+export const GUIDES: Array<{ file: string; title: string }> = [
+  { file: "api.md", title: "The API in detail: the data model, conventions, every resource" },
+  { file: "security.md", title: "Security: credentials, roles, scopes, need-to-know records" },
+  { file: "events.md", title: "Events and webhooks" },
+  { file: "photos.md", title: "Photos" },
+  { file: "reporting.md", title: "Reporting views (SQL)" },
+  { file: "operations.md", title: "Running the service" },
+  { file: "supabase.md", title: "On Supabase" },
+  { file: "architecture.md", title: "How it is built" },
+];
+
 const DESCRIPTION = [
   "Multi-tenant administration of camps (instances), their groups, blocks, rooms and participants.",
   "Authenticate with `X-API-Key: <key>` or `Authorization: Bearer <jwt>`; every call sees only the caller's tenant.",
+  `**Where a key comes from.** ${KEY_ORIGIN} Enter it under **Authorize** (ApiKey): this page keeps it across reloads until **Logout**.`,
+  "Success: `{success: true, data, meta?}`; errors: `{success: false, error: {code, message, details?, request_id}}`.",
   [
-    "**Where a key comes from.** `npm start` prints one for the demo tenant's admin on its first start;",
-    "an operator issues one with `npm run camp -- keys issue <email>` (or `camp tenant create` for a new tenant);",
-    "a signed-in user trades a Bearer token for one with `POST /api/v1/api-keys/generate`.",
-    "Enter it under **Authorize** (ApiKey): this page keeps it across reloads until **Logout**.",
+    "**Headers on every answer**, listed here once rather than under each status:",
+    "`X-Request-Id` (the server's id of the request, also in `error.request_id` and the log);",
+    'and, on every answer to a credential but a 401 when rate limits are on, `RateLimit` (`"default";r=<left>;t=<seconds to reset>`)',
+    'and `RateLimit-Policy` (`"default";q=<requests>;w=<window seconds>`).',
+    "Each status lists only its own: `ETag`, `Location`, `Idempotent-Replayed`, `Retry-After`, `WWW-Authenticate`, `Cache-Control`, `Content-Disposition`.",
   ].join(" "),
-  "Success: `{success: true, data, meta?}`; errors: `{success: false, error: {code, message, details?}}`.",
+  [
+    "**Guides** (the repository's `docs/`, served here as text):",
+    ...GUIDES.map(({ file, title }) => `[${file}](docs/guides/${file}) — ${title}`),
+  ].join("\n- "),
 ].join("\n\n");
 
 /**
@@ -41,7 +70,7 @@ const DESCRIPTION = [
  * service: no CDN). Public: mount before the authentication middleware, whose
  * chain the handlers here end.
  */
-export function mountDocs(app: OpenAPIHono<AppEnv>): void {
+export function mountDocs(app: OpenAPIHono<AppEnv>, readGuide?: GuideReader): void {
   let document: unknown;
 
   app.get(OPENAPI_PATH, (c) => {
@@ -85,6 +114,20 @@ export function mountDocs(app: OpenAPIHono<AppEnv>): void {
     if (text === undefined) throw notFound("asset");
     c.header("Content-Type", CONTENT_TYPES[name.split(".").pop() ?? ""] ?? "application/octet-stream");
     c.header("Cache-Control", "public, max-age=3600");
+    return c.body(text);
+  });
+
+  app.get(`${DOCS_PATH}/guides/:name`, async (c) => {
+    const name = c.req.param("name");
+    // Only the listed files: the name never reaches a path unchecked.
+    if (!GUIDES.some((guide) => guide.file === name)) throw notFound("guide");
+    const text = await readGuide?.(name);
+    if (text === undefined) {
+      throw new ApiError("NOT_FOUND", `this deployment does not carry the guides: read docs/${name} in the service's repository`);
+    }
+    // Markdown as text: readable in a browser as it is, and what a Markdown viewer or editor wants.
+    c.header("Content-Type", "text/markdown; charset=utf-8");
+    c.header("Cache-Control", "no-cache");
     return c.body(text);
   });
 }

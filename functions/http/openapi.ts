@@ -100,6 +100,13 @@ export function listOf<T extends z.ZodType>(schema: T) {
   return z.object({ success: z.literal(true), data: z.array(schema), meta: MetaSchema });
 }
 
+/** Where a key comes from: the ApiKey scheme's description, which the reference page shows under Authorize. */
+export const KEY_ORIGIN = [
+  "`npm start` prints one for the demo tenant's admin on its first start;",
+  "an operator issues one with `npm run camp -- keys issue <email>` (or `camp tenant create` for a new tenant);",
+  "a signed-in user trades a Bearer token for one with `POST /api/v1/api-keys/generate`.",
+].join(" ");
+
 /** Both credentials the API accepts, for the OpenAPI `security` of authenticated routes. */
 export const authenticated: Array<Record<string, string[]>> = [{ ApiKey: [] }, { Bearer: [] }];
 
@@ -156,8 +163,8 @@ const CODE_OF: Record<number, ErrorCode> = Object.fromEntries(
   Object.entries(ERROR_STATUS).map(([code, status]) => [status, code as ErrorCode]),
 );
 
-/** The answer of an error status: the Error schema, an example with that status's code, and the headers given. */
-export function errorAnswer(status: ErrorStatus, headers: Record<string, { $ref: string }>) {
+/** The answer of an error status: the Error schema, an example with that status's code, and its own headers. */
+function errorAnswer(status: ErrorStatus, headers: Record<string, { $ref: string }>) {
   const answer = ERROR_ANSWERS[status];
   const example = {
     success: false,
@@ -170,7 +177,7 @@ export function errorAnswer(status: ErrorStatus, headers: Record<string, { $ref:
   };
   return {
     description: answer.description,
-    headers,
+    ...(Object.keys(headers).length > 0 ? { headers } : {}),
     content: { "application/json": { schema: { $ref: "#/components/schemas/Error" }, example } },
   };
 }
@@ -183,12 +190,6 @@ export function errorAnswer(status: ErrorStatus, headers: Record<string, { $ref:
  * Idempotent-Replayed (only on a replay).
  */
 export const RESPONSE_HEADERS = {
-  "X-Request-Id": {
-    description:
-      "The server's own id of the request, also in error.request_id, the log and the audit trail; a client's X-Request-Id is never used as it (the audit trail keeps a safe one as client_request_id)",
-    required: true,
-    schema: { type: "string" },
-  },
   ETag: {
     description:
       "The record's current version (strong); send it back in If-Match to change it safely, or in If-None-Match to re-read",
@@ -199,17 +200,6 @@ export const RESPONSE_HEADERS = {
     description: "Where the created record (or collection) is read",
     required: true,
     schema: { type: "string", format: "uri-reference" },
-  },
-  RateLimit: {
-    description:
-      'What is left of the caller\'s rate limit: `"default";r=<requests left>;t=<seconds to reset>` (when limits are on)',
-    required: false,
-    schema: { type: "string", example: '"default";r=57;t=42' },
-  },
-  "RateLimit-Policy": {
-    description: 'The caller\'s rate limit: `"default";q=<requests>;w=<window seconds>` (when limits are on)',
-    required: false,
-    schema: { type: "string", example: '"default";q=600;w=60' },
   },
   "Retry-After": {
     description: "Seconds to wait before trying again",
@@ -232,6 +222,39 @@ export const RESPONSE_HEADERS = {
 
 export type ResponseHeader = keyof typeof RESPONSE_HEADERS;
 
+/**
+ * The headers that go with every answer, declared once rather than under each
+ * status of each operation (a reference a person reads lists them once, in
+ * info.description): the document's `x-headers-on-every-answer`
+ * (docs/client-ready.ts), each a Header Object with `on`: `all`, or
+ * `authenticated` (every answer of an operation that takes a credential, but
+ * a 401, which has no caller to count against). tests/support/contract.ts
+ * holds every answer to it.
+ */
+export const EVERY_ANSWER_HEADERS = {
+  "X-Request-Id": {
+    description:
+      "On every answer: the server's own id of the request, also in error.request_id, the log and the audit trail; a client's X-Request-Id is never used as it (the audit trail keeps a safe one as client_request_id)",
+    required: true,
+    schema: { type: "string" },
+    on: "all",
+  },
+  RateLimit: {
+    description:
+      'On every answer to a credential but a 401, when limits are on: what is left of the caller\'s rate limit, `"default";r=<requests left>;t=<seconds to reset>`',
+    required: false,
+    schema: { type: "string", example: '"default";r=57;t=42' },
+    on: "authenticated",
+  },
+  "RateLimit-Policy": {
+    description:
+      'On every answer to a credential but a 401, when limits are on: the caller\'s rate limit, `"default";q=<requests>;w=<window seconds>`',
+    required: false,
+    schema: { type: "string", example: '"default";q=600;w=60' },
+    on: "authenticated",
+  },
+} as const;
+
 export const REQUEST_HEADERS = {
   "Idempotency-Key": {
     name: "Idempotency-Key",
@@ -245,16 +268,17 @@ export const REQUEST_HEADERS = {
     name: "If-Match",
     in: "header",
     required: false,
+    // No example value: the reference page would put it in the form, and a PATCH sent with it would be 412.
     description:
-      "Change or delete only if the record's ETag is still this one (or `*`: any live record); otherwise 412 and nothing changes",
-    schema: { type: "string", example: '"7391"' },
+      'Change or delete only if the record\'s ETag is still this one, as read (`"7391"`), or `*`: any live record; otherwise 412 and nothing changes',
+    schema: { type: "string" },
   },
   "If-None-Match": {
     name: "If-None-Match",
     in: "header",
     required: false,
-    description: "An ETag read earlier: 304 without a body while it is still current",
-    schema: { type: "string", example: '"7391"' },
+    description: 'An ETag read earlier, as read (`"7391"`): 304 without a body while it is still current',
+    schema: { type: "string" },
   },
 } as const;
 
@@ -267,15 +291,25 @@ export const componentName = (header: string) => header.replace(/-/g, "");
 export function registerContract(app: OpenAPIHono<AppEnv>): void {
   const registry = app.openAPIRegistry;
   registry.register("Error", ErrorSchema);
-  registry.registerComponent("securitySchemes", "ApiKey", { type: "apiKey", in: "header", name: "X-API-Key" });
-  registry.registerComponent("securitySchemes", "Bearer", { type: "http", scheme: "bearer", bearerFormat: "JWT" });
+  registry.registerComponent("securitySchemes", "ApiKey", {
+    type: "apiKey",
+    in: "header",
+    name: "X-API-Key",
+    description: KEY_ORIGIN,
+  });
+  registry.registerComponent("securitySchemes", "Bearer", {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "JWT",
+    description:
+      "A JWT of the identity provider the server trusts (`AUTH_JWT_SECRET` or `AUTH_JWKS_URL`; Supabase Auth on Supabase): its subject names a user of a tenant, or its e-mail does when the token says `email_verified: true`.",
+  });
   for (const [name, header] of Object.entries(RESPONSE_HEADERS)) {
     registry.registerComponent("headers", componentName(name), header as never);
   }
   for (const status of Object.keys(ERROR_ANSWERS).map(Number) as ErrorStatus[]) {
-    const headers: ResponseHeader[] = ["X-Request-Id"];
+    const headers: ResponseHeader[] = [];
     if (status === 401) headers.push("WWW-Authenticate");
-    else headers.push("RateLimit", "RateLimit-Policy");
     if (status === 429 || status === 503) headers.push("Retry-After");
     const refs = Object.fromEntries(headers.map((name) => [name, { $ref: `#/components/headers/${componentName(name)}` }]));
     registry.registerComponent("responses", errorResponseName(status), errorAnswer(status, refs) as never);

@@ -3,7 +3,6 @@ import {
   authenticated,
   componentName,
   type ErrorStatus,
-  errorAnswer,
   errorResponseName,
   RESPONSE_HEADERS,
   type RequestHeader,
@@ -18,10 +17,9 @@ import {
  * declare a route"):
  *
  * - every operation: 400 (an unknown query parameter, a bad path or query
- *   value), 500, 503 with Retry-After; X-Request-Id on every answer;
+ *   value), 500, 503 with Retry-After;
  * - authenticated (the default; `public: true` for none): both credentials,
- *   401 with WWW-Authenticate, 429 with Retry-After, RateLimit and
- *   RateLimit-Policy, which every other answer may carry too;
+ *   401 with WWW-Authenticate, 429 with Retry-After;
  * - a path parameter: 404;
  * - authenticated: 403 (a read-only key writing, a key with the attendance
  *   scope alone outside movements, roll calls, presence and rosters);
@@ -32,6 +30,10 @@ import {
  * - `etag: true`: a GET reads If-None-Match and answers ETag and 304; PUT,
  *   PATCH and DELETE read If-Match and answer 412, and (PUT, PATCH, POST)
  *   send the new ETag.
+ *
+ * X-Request-Id, RateLimit and RateLimit-Policy go with every answer and are
+ * declared once for the document (http/openapi.ts EVERY_ANSWER_HEADERS), not
+ * here. Each error status is one shared answer (components/responses).
  */
 export interface OperationOptions {
   /** A one-line imperative summary ("Get a room") and a description of what it does (Spectral wants both). */
@@ -66,7 +68,6 @@ export function operation<R extends RouteConfig>(route: R & OperationOptions): R
   const post = method === "post";
   const hasPathParameter = /\{[^}]+\}/.test(config.path);
 
-  const rate: ResponseHeader[] = isPublic ? [] : ["RateLimit", "RateLimit-Policy"];
   const statuses = new Set<ErrorStatus>([400, 500, 503, ...errors]);
   if (!isPublic) for (const s of [401, 429] as const) statuses.add(s);
   if (hasPathParameter) statuses.add(404);
@@ -78,31 +79,24 @@ export function operation<R extends RouteConfig>(route: R & OperationOptions): R
   const responses: Record<string, unknown> = {};
   for (const [status, answer] of Object.entries(config.responses)) {
     const success = Number(status) >= 200 && Number(status) < 300;
-    const sent: ResponseHeader[] = ["X-Request-Id", ...rate, ...(success ? headers : [])];
+    const sent: ResponseHeader[] = success ? [...headers] : [];
     if (success && post && !isPublic) sent.push("Idempotent-Replayed");
     if (status === "201") sent.push("Location");
     if (success && etag === true && method !== "delete") sent.push("ETag");
     const refs: Record<string, object> = headerRefs(sent);
     if (success && etag === "optional") refs.ETag = { ...RESPONSE_HEADERS.ETag, required: false };
-    responses[status] = { ...(answer as object), headers: refs };
+    responses[status] = { ...(answer as object), ...(Object.keys(refs).length > 0 ? { headers: refs } : {}) };
   }
   if (etag && method === "get") {
     // A 304 carries the validators and caching headers a 200 would (RFC 9110, 15.4.5), no
     // representation metadata: no Content-Disposition on a download's 304.
     responses["304"] = {
       description: "Not modified: If-None-Match names the current ETag (no body)",
-      headers: headerRefs(["X-Request-Id", "ETag", ...rate, ...headers.filter((name) => NOT_MODIFIED_HEADERS.has(name))]),
+      headers: headerRefs(["ETag", ...headers.filter((name) => NOT_MODIFIED_HEADERS.has(name))]),
     };
   }
   for (const status of [...statuses].sort()) {
-    const sent: ResponseHeader[] = ["X-Request-Id"];
-    if (status === 401) sent.push("WWW-Authenticate");
-    else if (!isPublic) sent.push(...rate);
-    if (status === 429 || status === 503) sent.push("Retry-After");
-    // Authenticated operations share one answer per status (components/responses); public ones have no rate fields.
-    responses[String(status)] ??= isPublic
-      ? errorAnswer(status, headerRefs(sent))
-      : { $ref: `#/components/responses/${errorResponseName(status)}` };
+    responses[String(status)] ??= { $ref: `#/components/responses/${errorResponseName(status)}` };
   }
 
   const parameters: Array<{ $ref: string }> = [...((config.parameters as Array<{ $ref: string }>) ?? [])];

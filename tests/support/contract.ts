@@ -70,8 +70,13 @@ export class Contract {
   private readonly ajv = new Ajv2020({ strict: false, allErrors: true });
   private readonly routes: Route[];
   private readonly compiled = new Map<string, ValidateFunction>();
+  /** The headers declared once for every answer (the document's `x-headers-on-every-answer`), as references. */
+  private readonly everyAnswer: Array<{ name: string; on: "all" | "authenticated"; ref: { $ref: string } }>;
 
   constructor(private readonly document: Json) {
+    this.everyAnswer = Object.entries((document["x-headers-on-every-answer"] ?? {}) as Record<string, Json>).map(
+      ([name, header]) => ({ name, on: header.on, ref: { $ref: `#/x-headers-on-every-answer/${encode(name)}` } }),
+    );
     addFormats(this.ajv);
     this.ajv.addSchema(document, "openapi.json");
     this.routes = Object.entries(document.paths as Record<string, Json>).map(([template, item]) => {
@@ -138,9 +143,14 @@ export class Contract {
     const response = resolved.node;
     const responsePointer = resolved.pointer ?? `${operationPointer}/responses/${status}`;
 
-    // Headers: every required one present, every one sent declared, each value as its schema says.
+    // Headers: every required one present, every one sent declared (by the answer, or once for every answer), each
+    // value as its schema says.
+    const authenticated = (operation.security ?? this.document.security ?? []).length > 0;
+    const common = this.everyAnswer.filter(({ on }) => on === "all" || (authenticated && status !== 401));
     const headers = Object.fromEntries(
-      Object.entries(response.headers ?? {}).map(([name, header]) => [name.toLowerCase(), { name, header }]),
+      [...common.map(({ name, ref }) => [name, ref] as const), ...Object.entries(response.headers ?? {})].map(
+        ([name, header]) => [name.toLowerCase(), { name, header }],
+      ),
     );
     for (const { name, header } of Object.values(headers) as Array<{ name: string; header: Json }>) {
       const { node, pointer } = this.resolve(header);

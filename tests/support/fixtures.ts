@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { SignJWT } from "jose";
-import { createApp } from "../../functions/app.ts";
+import { type AppDeps, createApp } from "../../functions/app.ts";
 import { loadConfig } from "../../functions/config.ts";
 import type { Database } from "../../functions/db/database.ts";
 import { addUser, createTenant, issueKeyFor, type Role } from "../../functions/tenants/provisioning.ts";
@@ -10,10 +10,14 @@ import { validated } from "./contract.ts";
 export const TEST_JWT_SECRET = "test-secret-for-bearer-tokens-only-in-tests";
 
 /** The app as the runtimes serve it, with every answer it gives checked against its OpenAPI document. */
-export function testApp(db: Database, env: Record<string, string> = {}) {
+export function testApp(db: Database, env: Record<string, string> = {}, deps: Partial<AppDeps> = {}) {
   // Rate limits off unless a test asks for them: most tests make many requests with one key.
   return validated(
-    createApp({ db, config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }) }),
+    createApp({
+      db,
+      config: loadConfig({ AUTH_JWT_SECRET: TEST_JWT_SECRET, RATE_LIMIT_PER_MINUTE: "0", ...env }),
+      ...deps,
+    }),
   );
 }
 

@@ -48,7 +48,10 @@ const deliverNow = () => {
   // On Supabase the isolate is kept alive until the drain ends.
   edgeRuntime?.waitUntil(work);
 };
-const app = createApp({ db, config, deliverNow });
+// The guides /docs links to: read from the checkout under `npm run serve:edge`; a deployed function carries no
+// docs/, and the link answers 404 naming the repository's folder.
+const readGuide = (file: string) => Deno.readTextFile(new URL(`../../../docs/${file}`, import.meta.url)).catch(() => undefined);
+const app = createApp({ db, config, deliverNow, readGuide });
 
 // The runtime ends an idle isolate with this event; the pool's connections go with it.
 addEventListener("beforeunload", () => {
