@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (56 migrations).
+-- Through migration 20261128150000 (57 migrations).
 
 -- Schemas and extensions
 
@@ -472,6 +472,8 @@ AS $function$
 declare
   v_last record;
   v_instance uuid;
+  v_ids uuid[];
+  v_reasons text[];
 begin
   with ordered as (
     select m.id, m.direction, m.override_reason, m.conflict_reason, c.code,
@@ -491,9 +493,14 @@ begin
     end as reason
     from ordered o
   )
-  update public.attendance_movements m set conflict_reason = j.reason
+  select array_agg(j.id), array_agg(j.reason) into v_ids, v_reasons
   from judged j
-  where m.id = j.id and j.reason is distinct from j.was;
+  where j.reason is distinct from j.was;
+  if v_ids is not null then
+    update public.attendance_movements m set conflict_reason = c.reason
+    from unnest(v_ids, v_reasons) as c(id, reason)
+    where m.id = c.id;
+  end if;
 
   select m.id, m.direction, m.recorded_at, c.code into v_last
   from public.attendance_movements m
@@ -1574,9 +1581,10 @@ CREATE OR REPLACE FUNCTION private.derive_events()
 AS $function$
 begin
   insert into public.events (tenant_id, xact_id, id, type, resource_id, occurred_at, data)
-  select n.tenant_id, pg_current_xact_id(), n.id, t.type, n.resource_id, n.occurred_at, private.event_data_of(t.type, n.changes)
+  select n.tenant_id, pg_current_xact_id(), n.id, t.type, n.resource_id, n.occurred_at,
+         case when t.type = 'roll_call.closed' then private.event_data_of(t.type, n.changes) end
   from new_rows n
-  cross join lateral (select private.event_type_of(n.resource_type, n.action, n.changes) as type) t
+  cross join lateral (select private.event_type_of(n.resource_type, n.action, n.changes) as type offset 0) t
   where t.type is not null;
   return null;
 end
@@ -1897,26 +1905,28 @@ revoke all on function private.event_data_of(p_type text, p_changes jsonb) from 
 
 CREATE OR REPLACE FUNCTION private.event_type_of(p_resource_type text, p_action text, p_changes jsonb)
  RETURNS text
- LANGUAGE sql
+ LANGUAGE plpgsql
  IMMUTABLE
  SET search_path TO ''
 AS $function$
-  select case
-    when p_resource_type = 'movement' then
-      case when p_action = 'create' then
-        case p_changes ->> 'direction' when 'in' then 'participant.checked_in' when 'out' then 'participant.checked_out' end
-      end
-    when p_resource_type = 'roll_call' then
-      case when p_action = 'update' and p_changes -> 'status' ->> 1 = 'closed' then 'roll_call.closed' end
-    when p_resource_type not in ('instance', 'supergroup', 'subgroup', 'block', 'room', 'participant')
-      or p_action not in ('create', 'update', 'delete', 'erase') then null
-    when p_action = 'erase' and p_resource_type <> 'participant' then null
-    when p_resource_type = 'participant' and p_action = 'update' and p_changes ? 'photo_key'
-      and not exists (select from jsonb_object_keys(p_changes) k where k not like 'photo\_%')
-      then case when p_changes -> 'photo_key' ->> 1 is null then 'photo.removed' else 'photo.replaced' end
-    else p_resource_type || '.' || case p_action
-      when 'create' then 'created' when 'update' then 'updated' when 'delete' then 'deleted' else 'erased' end
-  end
+begin
+  return case
+      when p_resource_type = 'movement' then
+        case when p_action = 'create' then
+          case p_changes ->> 'direction' when 'in' then 'participant.checked_in' when 'out' then 'participant.checked_out' end
+        end
+      when p_resource_type = 'roll_call' then
+        case when p_action = 'update' and p_changes -> 'status' ->> 1 = 'closed' then 'roll_call.closed' end
+      when p_resource_type not in ('instance', 'supergroup', 'subgroup', 'block', 'room', 'participant')
+        or p_action not in ('create', 'update', 'delete', 'erase') then null
+      when p_action = 'erase' and p_resource_type <> 'participant' then null
+      when p_resource_type = 'participant' and p_action = 'update' and p_changes ? 'photo_key'
+        and not exists (select from jsonb_object_keys(p_changes) k where k not like 'photo\_%')
+        then case when p_changes -> 'photo_key' ->> 1 is null then 'photo.removed' else 'photo.replaced' end
+      else p_resource_type || '.' || case p_action
+        when 'create' then 'created' when 'update' then 'updated' when 'delete' then 'deleted' else 'erased' end
+    end;
+end
 $function$;
 
 CREATE OR REPLACE FUNCTION private.fill_participant_full_name()
