@@ -1772,7 +1772,11 @@ CREATE OR REPLACE FUNCTION private.erase_incidents_on_erasure()
  SECURITY DEFINER
  SET search_path TO ''
 AS $function$
+declare
+  v_linked uuid[];
 begin
+  v_linked := array(select l.incident_id from public.incident_participants l where l.participant_id = new.id);
+  perform private.scrub_incident_names(new.tenant_id, v_linked, array[old.first_name, old.surname, old.full_name]);
   perform private.erase_incidents_of_participant(new.tenant_id, new.id);
   return null;
 end
@@ -4221,6 +4225,47 @@ end
 $function$;
 revoke all on function private.restrict_reporting_database() from public;
 
+CREATE OR REPLACE FUNCTION private.retain_incidents_of_participant(p_tenant uuid, p_participant uuid, p_until timestamp with time zone)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_linked uuid[];
+  v_kept uuid[];
+  v_names text[];
+begin
+  v_linked := array(select l.incident_id from public.incident_participants l
+                    where l.participant_id = p_participant and l.tenant_id = p_tenant);
+  if cardinality(v_linked) = 0 then
+    return 0;
+  end if;
+  select array[p.first_name, p.surname, p.full_name] into v_names
+  from public.participants p where p.id = p_participant and p.tenant_id = p_tenant;
+  perform private.scrub_incident_names(p_tenant, v_linked, v_names);
+  perform set_config('camp.health_rewrite', 'on', true);
+  delete from public.incident_participants where participant_id = p_participant and tenant_id = p_tenant;
+  v_kept := array(select x from unnest(v_linked) x
+                  where not exists (select from public.incident_participants l where l.incident_id = x));
+  update public.incidents set retained_until = p_until where id = any (v_kept);
+  perform set_config('camp.health_rewrite', 'off', true);
+  delete from private.incident_alerts where incident_id = any (v_kept);
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e
+  set changes = (
+    select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+    from jsonb_each(e.changes) f)
+  where e.tenant_id = p_tenant
+    and e.resource_type in ('incident', 'safeguarding_incident')
+    and e.resource_id = any (v_kept)
+    and e.changes <> '{}'::jsonb;
+  perform set_config('camp.audit_rewrite', 'off', true);
+  return cardinality(v_kept);
+end
+$function$;
+revoke all on function private.retain_incidents_of_participant(p_tenant uuid, p_participant uuid, p_until timestamp with time zone) from public;
+
 CREATE OR REPLACE FUNCTION private.roll_call_close(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -4469,6 +4514,73 @@ AS $function$
 $function$;
 revoke all on function private.scheduled_doses(p_instance uuid, p_from timestamp with time zone, p_to timestamp with time zone) from public;
 
+CREATE OR REPLACE FUNCTION private.scrub_incident_names(p_tenant uuid, p_incidents uuid[], p_names text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+begin
+  if cardinality(p_incidents) = 0 then
+    return;
+  end if;
+  perform set_config('camp.health_rewrite', 'on', true);
+  update public.incidents i set
+    location = coalesce(nullif(btrim(private.scrub_names(i.location, p_names)), ''), '[erased]'),
+    description = private.scrub_names(i.description, p_names),
+    actions_taken = private.scrub_names(i.actions_taken, p_names),
+    guardian_notified_by = private.scrub_names(i.guardian_notified_by, p_names)
+  where i.id = any (p_incidents) and i.tenant_id = p_tenant
+    and (i.location, i.description, i.actions_taken, i.guardian_notified_by) is distinct from
+        (private.scrub_names(i.location, p_names), private.scrub_names(i.description, p_names),
+         private.scrub_names(i.actions_taken, p_names), private.scrub_names(i.guardian_notified_by, p_names));
+  update public.incident_amendments a set
+    changes = private.scrub_names_json(a.changes, p_names),
+    reason = private.scrub_names(a.reason, p_names)
+  where a.incident_id = any (p_incidents) and a.tenant_id = p_tenant
+    and (a.changes, a.reason) is distinct from (private.scrub_names_json(a.changes, p_names), private.scrub_names(a.reason, p_names));
+  perform set_config('camp.health_rewrite', 'off', true);
+  perform set_config('camp.audit_rewrite', 'on', true);
+  update public.audit_events e set changes = private.scrub_names_json(e.changes, p_names)
+  where e.tenant_id = p_tenant and e.resource_type in ('incident', 'safeguarding_incident') and e.resource_id = any (p_incidents)
+    and e.changes <> '{}'::jsonb and e.changes is distinct from private.scrub_names_json(e.changes, p_names);
+  perform set_config('camp.audit_rewrite', 'off', true);
+end
+$function$;
+revoke all on function private.scrub_incident_names(p_tenant uuid, p_incidents uuid[], p_names text[]) from public;
+
+CREATE OR REPLACE FUNCTION private.scrub_names(p_text text, p_names text[])
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case when p_text is null then null else (
+    select coalesce(
+      (select regexp_replace(p_text,
+                             '\m(' || string_agg(regexp_replace(n, '([.\\+*?\[^\]$(){}=!<>|:#/-])', '\\\1', 'g'), '|'
+                                                 order by char_length(n) desc) || ')\M',
+                             '[erased]', 'gi')
+       from unnest(p_names) n
+       where char_length(btrim(n)) >= 2),
+      p_text)) end
+$function$;
+
+CREATE OR REPLACE FUNCTION private.scrub_names_json(p_value jsonb, p_names text[])
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO ''
+AS $function$
+  select case jsonb_typeof(p_value)
+    when 'string' then to_jsonb(private.scrub_names(p_value #>> '{}', p_names))
+    when 'array' then (select coalesce(jsonb_agg(private.scrub_names_json(e, p_names) order by o), '[]'::jsonb)
+                       from jsonb_array_elements(p_value) with ordinality as x(e, o))
+    when 'object' then (select coalesce(jsonb_object_agg(k, private.scrub_names_json(v, p_names)), '{}'::jsonb)
+                        from jsonb_each(p_value) as x(k, v))
+    else p_value end
+$function$;
+
 CREATE OR REPLACE FUNCTION private.search_deleted_participant_ids(p_term text)
  RETURNS SETOF uuid
  LANGUAGE sql
@@ -4672,6 +4784,29 @@ end
 $function$;
 grant execute on function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) to public;
 grant execute on function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) to camp_api;
+
+CREATE OR REPLACE FUNCTION private.sweep_retained_incidents(p_now timestamp with time zone DEFAULT now())
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_gone uuid[];
+begin
+  v_gone := array(select i.id from public.incidents i where i.retained_until <= p_now);
+  if cardinality(v_gone) = 0 then
+    return 0;
+  end if;
+  perform set_config('camp.health_rewrite', 'on', true);
+  delete from public.incident_amendments where incident_id = any (v_gone);
+  delete from public.incidents where id = any (v_gone);
+  perform set_config('camp.health_rewrite', 'off', true);
+  return cardinality(v_gone);
+end
+$function$;
+revoke all on function private.sweep_retained_incidents(p_now timestamp with time zone) from public;
+comment on function private.sweep_retained_incidents(p_now timestamp with time zone) is 'The retention sweep for incidents: deletes incidents kept (detached) after an erasure once their retained_until has passed.';
 
 CREATE OR REPLACE FUNCTION private.touch_updated_at()
  RETURNS trigger
@@ -5104,12 +5239,14 @@ create table public.incidents (
   constraint incidents_description_check CHECK (char_length(btrim(description)) >= 1 AND char_length(btrim(description)) <= 10000),
   constraint incidents_guardian_notified_by_check CHECK (char_length(guardian_notified_by) <= 200),
   constraint incidents_location_check CHECK (char_length(btrim(location)) >= 1 AND char_length(btrim(location)) <= 200),
+  constraint incidents_retained_until_check CHECK (retained_until IS NULL OR retained_until > recorded_at),
   constraint incidents_severity_check CHECK (severity = ANY (ARRAY['minor'::text, 'moderate'::text, 'serious'::text]))
 );
 alter table public.incidents enable row level security;
 CREATE INDEX incidents_by_instance ON public.incidents USING btree (instance_id, recorded_at DESC);
 CREATE INDEX incidents_by_tenant ON public.incidents USING btree (tenant_id, recorded_at DESC, id DESC);
 CREATE INDEX incidents_recent ON public.incidents USING btree (recorded_at);
+CREATE INDEX incidents_retained ON public.incidents USING btree (retained_until) WHERE (retained_until IS NOT NULL);
 create policy "Care access reads incidents, leads safeguarding ones" on public.incidents for select to camp_care
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text])) AND ((category <> 'safeguarding'::text) OR ( SELECT private.is_safeguarding_lead() AS is_safeguarding_lead))));
 create policy "Care write access reports incidents" on public.incidents for insert to camp_care

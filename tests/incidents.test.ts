@@ -696,34 +696,97 @@ describe("need to know", () => {
   });
 });
 
+async function namedParticipant(first: string, surname: string): Promise<string> {
+  const created = await call(app, "POST", "/api/v1/participants", {
+    ...who.admin,
+    body: { instance_id: instanceId, user_id: `u-${randomBytes(4).toString("hex")}`, first_name: first, surname },
+  });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.data.id;
+}
+
+/** Every row of the tenant's incident tables and audit trail, as text: what a data dump would hold of them. */
+async function dumpOf(tenantId: string): Promise<string> {
+  const rows = await t().admin(
+    `select (select coalesce(jsonb_agg(to_jsonb(i)), '[]') from incidents i where i.tenant_id = $1)::text
+         || (select coalesce(jsonb_agg(to_jsonb(a)), '[]') from incident_amendments a where a.tenant_id = $1)::text
+         || (select coalesce(jsonb_agg(to_jsonb(e)), '[]') from audit_events e where e.tenant_id = $1)::text
+         || (select coalesce(jsonb_agg(to_jsonb(p)), '[]') from participants p where p.tenant_id = $1)::text as dump`,
+    [tenantId],
+  );
+  return rows.rows[0].dump;
+}
+
 describe("erasure (no retention period)", () => {
-  it("removes the child's link to a shared incident, and an incident left with nobody, leaving no value in the database", async () => {
-    const a = await newParticipant();
-    const b = await newParticipant();
-    const mark = `Zebedee${randomBytes(3).toString("hex")}`;
-    const shared = await report(incident([a, b], { description: "Two children collided" }));
-    const alone = await report(incident([a], { description: `${mark} fell`, severity: "serious" }));
+  it("removes the child's link to a shared incident and its name from the incident's text; an incident left with nobody goes", async () => {
+    const tag = randomBytes(3).toString("hex");
+    const first = `Zebedee${tag}`;
+    const surname = `Quillfeather${tag}`;
+    const a = await namedParticipant(first, surname);
+    const b = await namedParticipant(`Bob${tag}`, "Other");
+    const shared = await report(
+      incident([a, b], { description: `${first} ${surname} and Bob${tag} collided`, guardian_notified_by: `${first}'s mother` }),
+    );
+    await call(app, "POST", `/api/v1/incidents/${shared}/amendments`, {
+      ...who.writer,
+      body: { changes: { actions_taken: `ice for ${first.toLowerCase()}` }, reason: `${surname} family asked` },
+    });
+    const alone = await report(incident([a], { description: `${first} fell`, severity: "serious" }));
     await call(app, "POST", `/api/v1/incidents/${alone}/amendments`, {
       ...who.writer,
-      body: { changes: { actions_taken: `${mark} sent to hospital` }, reason: "update" },
+      body: { changes: { actions_taken: `${first} sent to hospital` }, reason: "update" },
     });
+    expect((await dumpOf(tenant.tenantId)).includes(first)).toBe(true);
     expect((await call(app, "POST", `/api/v1/participants/${a}/erase`, who.admin)).status).toBe(200);
     const kept = await call(app, "GET", `/api/v1/incidents/${shared}`, who.reader);
     expect(kept.status).toBe(200);
-    expect(kept.body.data.participant_ids).toEqual([b]);
+    expect(kept.body.data).toMatchObject({
+      participant_ids: [b],
+      description: `[erased] and Bob${tag} collided`,
+      guardian_notified_by: "[erased]'s mother",
+      actions_taken: "ice for [erased]",
+    });
+    expect(kept.body.data.amendments[0].reason).toBe("[erased] family asked");
     expect((await call(app, "GET", `/api/v1/incidents/${alone}`, who.reader)).status).toBe(404);
     const left = await t().admin(
       `select (select count(*)::int from incidents where id = $1) as incidents,
               (select count(*)::int from incident_amendments where incident_id = $1) as amendments,
-              (select count(*)::int from incident_participants where participant_id = $2) as links,
-              (select count(*)::int from audit_events where resource_id = $1 and changes::text like '%' || $3 || '%') as audit_values`,
-      [alone, a, mark],
+              (select count(*)::int from incident_participants where participant_id = $2) as links`,
+      [alone, a],
     );
-    expect(left.rows[0]).toEqual({ incidents: 0, amendments: 0, links: 0, audit_values: 0 });
-    const dump = await t().admin(
-      "select count(*)::int as n from audit_events e where e.tenant_id = $1 and e.changes::text like '%' || $2 || '%'",
-      [tenant.tenantId, mark],
-    );
-    expect(dump.rows[0].n).toBe(0);
+    expect(left.rows[0]).toEqual({ incidents: 0, amendments: 0, links: 0 });
+    const dump = await dumpOf(tenant.tenantId);
+    expect(dump.includes(first) || dump.toLowerCase().includes(first.toLowerCase()) || dump.includes(surname)).toBe(false);
+    expect(dump.includes(`Bob${tag}`)).toBe(true);
+  });
+});
+
+describe("erasure under a retention period (the SQL its erasure calls)", () => {
+  it("keeps an incident left with nobody, detached and without the name, until the sweep deletes it after the period", async () => {
+    const tag = randomBytes(3).toString("hex");
+    const first = `Xanthe${tag}`;
+    const a = await namedParticipant(first, `Marlowe${tag}`);
+    const alone = await report(incident([a], { description: `${first} was stung`, category: "illness" }));
+    const until = new Date(Date.now() + 365 * 86_400_000);
+    // What the retention period's erasure does before blanking the participant, then the erasure itself.
+    const kept = await t().admin("select private.retain_incidents_of_participant($1, $2, $3) as n", [
+      tenant.tenantId,
+      a,
+      until.toISOString(),
+    ]);
+    expect(kept.rows[0].n).toBe(1);
+    expect((await call(app, "POST", `/api/v1/participants/${a}/erase`, who.admin)).status).toBe(200);
+    const read = await call(app, "GET", `/api/v1/incidents/${alone}`, who.reader);
+    expect(read.status).toBe(200);
+    expect(read.body.data).toMatchObject({ participant_ids: [], description: "[erased] was stung", category: "illness" });
+    const stored = await t().admin("select retained_until from incidents where id = $1", [alone]);
+    expect(stored.rows[0].retained_until).toEqual(until);
+    expect((await dumpOf(tenant.tenantId)).includes(first)).toBe(false);
+    // Still append-only for everyone else, and the sweep leaves it until the period ends.
+    await expect(t().admin("delete from incidents where id = $1", [alone])).rejects.toThrow(/append-only/);
+    expect((await t().admin("select private.sweep_retained_incidents(now()) as n")).rows[0].n).toBe(0);
+    const after = new Date(until.getTime() + 1000).toISOString();
+    expect((await t().admin("select private.sweep_retained_incidents($1) as n", [after])).rows[0].n).toBe(1);
+    expect((await call(app, "GET", `/api/v1/incidents/${alone}`, who.reader)).status).toBe(404);
   });
 });
