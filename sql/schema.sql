@@ -6220,7 +6220,10 @@ create view reporting.incidents with (security_invoker=true) as
     i.reported_by_email,
     i.recorded_at
    FROM public.incidents i
-     CROSS JOIN LATERAL ( SELECT private.incident_current(i.*) AS v) c
+     CROSS JOIN LATERAL ( SELECT jsonb_build_object('occurred_at', i.occurred_at, 'location', i.location, 'category', i.category, 'severity', i.severity, 'description', i.description, 'actions_taken', i.actions_taken, 'guardian_notified_at', i.guardian_notified_at, 'guardian_notified_by', i.guardian_notified_by, 'status', 'open') || COALESCE(( SELECT jsonb_object_agg(ch.key, ch.value ORDER BY a.recorded_at, a.id) AS jsonb_object_agg
+                   FROM public.incident_amendments a
+                     CROSS JOIN LATERAL jsonb_each(a.changes) ch(key, value)
+                  WHERE a.incident_id = i.id), '{}'::jsonb) AS v) c
   WHERE i.category <> 'safeguarding'::text;
 grant select on table reporting.incidents to camp_reporting_care;
 comment on view reporting.incidents is 'Care data (roles granted --care only; others get permission denied): incidents with their current values (amendments applied), the participants they name and how many amendments they have. Safeguarding incidents are never here: only safeguarding leads read them, through the API.';

@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type pg from "pg";
+import pg from "pg";
 import { beforeAll, describe, expect, it } from "vitest";
 import { raiseIncidentAlerts } from "../functions/incidents/sweep.ts";
+import { connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/roles.ts";
 import { addInstance } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { feedUntil } from "./support/events.ts";
@@ -432,6 +433,27 @@ describe("safeguarding leads", () => {
     );
   });
 
+  it("a stored answer (Idempotency-Key) of an amendment is not replayed to a caller who is no longer a lead", async () => {
+    const id = await report(incident([await newParticipant()], { category: "safeguarding" }));
+    const send = () =>
+      call(app, "POST", `/api/v1/incidents/${id}/amendments`, {
+        ...who.lead,
+        headers: { "Idempotency-Key": `amend-${id}` },
+        body: { changes: { location: "Office" }, reason: "where it was said" },
+      });
+    expect((await send()).status).toBe(201);
+    const again = await send();
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, "true"]);
+    await call(app, "PATCH", `/api/v1/users/${leadUser}`, { ...who.admin, body: { safeguarding_lead: false } });
+    try {
+      const refused = await send();
+      expect(refused.status).toBe(404);
+      expect(JSON.stringify(refused.body)).not.toContain("Office");
+    } finally {
+      await call(app, "PATCH", `/api/v1/users/${leadUser}`, { ...who.admin, body: { safeguarding_lead: true } });
+    }
+  });
+
   it("a lead without care access reads nothing", async () => {
     const id = await report(incident([await newParticipant()], { category: "safeguarding" }));
     await call(app, "PATCH", `/api/v1/users/${leadUser}`, { ...who.admin, body: { care_access: "none" } });
@@ -788,5 +810,57 @@ describe("erasure under a retention period (the SQL its erasure calls)", () => {
     const after = new Date(until.getTime() + 1000).toISOString();
     expect((await t().admin("select private.sweep_retained_incidents($1) as n", [after])).rows[0].n).toBe(1);
     expect((await call(app, "GET", `/api/v1/incidents/${alone}`, who.reader)).status).toBe(404);
+  });
+});
+
+describe("reporting.incidents", () => {
+  it("is for roles granted --care only, with current values, and never holds safeguarding incidents", async () => {
+    const a = await newParticipant();
+    const plainId = await report(incident([a], { location: "Lake" }));
+    await call(app, "POST", `/api/v1/incidents/${plainId}/amendments`, {
+      ...who.writer,
+      body: { changes: { location: "Lake shore", status: "closed" }, reason: "precise; done" },
+    });
+    const guarded = await report(incident([a], { category: "safeguarding" }));
+    const run = `inc_${randomBytes(4).toString("hex")}`;
+    const clients: pg.Client[] = [];
+    const connect = async (care: boolean) => {
+      const grant = await grantReportingRole(t().db, tenant.tenantId, `${run}_${care ? "care" : "plain"}`, {
+        connectionLimit: 2,
+        connectionBudget: 10_000,
+        care,
+      });
+      const client = new pg.Client({ connectionString: connectionDetails(t().url, grant).url });
+      client.on("error", () => {});
+      await client.connect();
+      clients.push(client);
+      return client;
+    };
+    try {
+      const plain = await connect(false);
+      for (const text of ["select count(*) from incidents", "select count(*) from public.incidents"]) {
+        const state = await plain.query(text).then(
+          () => "answered",
+          (error: { code?: string }) => error.code,
+        );
+        expect(`${text}: ${state}`).toBe(`${text}: 42501`);
+      }
+      const care = await connect(true);
+      const rows = await care.query(
+        "select id, location, status, amendments, participant_ids from incidents where $1 = any (participant_ids) order by recorded_at",
+        [a],
+      );
+      expect(rows.rows).toEqual([{ id: plainId, location: "Lake shore", status: "closed", amendments: 1, participant_ids: [a] }]);
+      const hidden = await care.query(
+        `select (select count(*)::int from public.incidents where id = $1) as incidents,
+                (select count(*)::int from public.incident_participants where incident_id = $1) as links,
+                (select count(*)::int from audit_events where resource_id = $1) as audit`,
+        [guarded],
+      );
+      expect(hidden.rows[0]).toEqual({ incidents: 0, links: 0, audit: 0 });
+    } finally {
+      for (const client of clients) await client.end().catch(() => {});
+      for (const care of [true, false]) await revokeReportingRole(t().db, `${run}_${care ? "care" : "plain"}`).catch(() => {});
+    }
   });
 });

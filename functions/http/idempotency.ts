@@ -58,6 +58,13 @@ export function idempotency() {
           throw conflict(`this ${HEADER} was used for a different request (method, path or body) in the last 24 hours`);
         }
         if (stored.withheld !== null) throw withheldAnswer(stored.withheld, HEADER);
+        const incident = incidentReplay(stored, c.req.path);
+        if (incident) {
+          // An incident's answer goes through the incident door again: 404 once the caller may no longer read it
+          // (a safeguarding incident to someone no longer a lead), a read on the record.
+          await sql.query("select private.incident($1)", [incident]);
+          return { commit: true, result: replay(stored) };
+        }
         const care = careReplay(stored, c.req.path);
         if (!care) return { commit: false, result: replay(stored) };
         // A care answer goes through the care door again: 404 once the participant is deleted, a read on the record.
@@ -144,6 +151,12 @@ function careReplay(stored: StoredAnswer, path: string): { participant: string; 
   if (!match?.[1] || !match[2]) return undefined;
   // The path's collection is the read's type (contacts, medications, medication_administrations).
   return { participant: match[1], type: match[2].replaceAll("-", "_") };
+}
+
+/** The incident of a stored care answer under /incidents/{id}/… (an amendment, a close), from the request's path. */
+function incidentReplay(stored: StoredAnswer, path: string): string | undefined {
+  if (!stored.requires?.includes("care")) return undefined;
+  return /\/incidents\/([0-9a-fA-F-]{36})\//.exec(path)?.[1];
 }
 
 function replay(stored: StoredAnswer): Response {

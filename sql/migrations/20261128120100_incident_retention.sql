@@ -181,3 +181,28 @@ comment on function private.sweep_retained_incidents(timestamptz) is
 create index incidents_retained on public.incidents (retained_until) where retained_until is not null;
 alter table public.incidents add constraint incidents_retained_until_check
   check (retained_until is null or retained_until > recorded_at);
+
+-- reporting.incidents without private functions: a reporting role may not
+-- use the private schema, which the SQL functions' bodies name. The current
+-- values are computed in the view itself, as private.incident_current does.
+create or replace view reporting.incidents with (security_invoker = true) as
+select i.id, i.instance_id,
+       array(select l.participant_id from public.incident_participants l where l.incident_id = i.id order by l.participant_id)
+         as participant_ids,
+       (c.v ->> 'occurred_at')::timestamptz as occurred_at, c.v ->> 'location' as location, c.v ->> 'category' as category,
+       c.v ->> 'severity' as severity, c.v ->> 'description' as description, c.v ->> 'actions_taken' as actions_taken,
+       (c.v ->> 'guardian_notified_at')::timestamptz as guardian_notified_at, c.v ->> 'guardian_notified_by' as guardian_notified_by,
+       c.v ->> 'status' as status,
+       (select count(*)::int from public.incident_amendments a where a.incident_id = i.id) as amendments,
+       i.reported_by_email, i.recorded_at
+from public.incidents i
+cross join lateral (
+  select jsonb_build_object(
+           'occurred_at', i.occurred_at, 'location', i.location, 'category', i.category, 'severity', i.severity,
+           'description', i.description, 'actions_taken', i.actions_taken, 'guardian_notified_at', i.guardian_notified_at,
+           'guardian_notified_by', i.guardian_notified_by, 'status', 'open')
+         || coalesce((select jsonb_object_agg(ch.key, ch.value order by a.recorded_at, a.id)
+                      from public.incident_amendments a cross join lateral jsonb_each(a.changes) ch
+                      where a.incident_id = i.id), '{}'::jsonb) as v
+) c
+where i.category <> 'safeguarding';
