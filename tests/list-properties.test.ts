@@ -161,6 +161,8 @@ const fixture = {
   medications: [] as string[],
   movementTimes: [] as string[],
   administrationTimes: [] as string[],
+  /** The times the incidents list filters occurred_at on. */
+  incidentTimes: [] as string[],
 };
 
 async function owner<R>(text: string, values: unknown[] = []): Promise<R[]> {
@@ -427,7 +429,9 @@ const MODELS: Record<string, ListModel> = {
     rows: () =>
       owner(
         `select id::text, resource_type, resource_id::text, actor_user_id::text, action, request_id, client_request_id,
-           ${ts("occurred_at")} as occurred_at from public.audit_events where tenant_id = $1`,
+           ${ts("occurred_at")} as occurred_at from public.audit_events
+         -- The admin reading the trail is no safeguarding lead: a safeguarding incident's events are not theirs to see.
+         where tenant_id = $1 and resource_type <> 'safeguarding_incident'`,
         [tenantId],
       ),
     params: () => ({
@@ -454,6 +458,8 @@ const MODELS: Record<string, ListModel> = {
         "medications",
         "medication_administration",
         "medication_administrations",
+        "incident",
+        "tenant",
       ),
       resource_id: idOf(() => fixture.auditResources),
       actor_user_id: idOf(() => fixture.users),
@@ -587,6 +593,43 @@ const MODELS: Record<string, ListModel> = {
         .some((at) => (q.from === undefined || at >= q.from) && (q.to === undefined || at < q.to)),
     // Chains in the order they were started, each entry after the one it corrects.
     order: ["started", "root", "recorded_at"],
+  },
+  "GET /api/v1/incidents": {
+    path: () => "/api/v1/incidents",
+    // Current values (the report with its amendments applied), as the list filters on them.
+    rows: () =>
+      owner(
+        `select i.id::text, i.instance_id::text, i.category, c.v ->> 'severity' as severity, c.v ->> 'status' as status,
+           ${ts("(c.v ->> 'occurred_at')::timestamptz")} as occurred_at, ${ts("i.recorded_at")} as recorded_at,
+           (select string_agg(l.participant_id::text, '|') from public.incident_participants l where l.incident_id = i.id) as participants,
+           cardinality(private.incident_attention(c.v, t.incident_notice_hours, now())) > 0 as needs_attention
+         from public.incidents i join public.tenants t on t.id = i.tenant_id
+         cross join lateral (select private.incident_current(i) as v) c
+         -- The admin listing is no safeguarding lead: the safeguarding incident is never listed.
+         where i.tenant_id = $1 and i.category <> 'safeguarding'`,
+        [tenantId],
+      ),
+    params: () => ({
+      instance_id: idOf(() => fixture.instances),
+      participant_id: idOf(() => fixture.participants.slice(0, 8)),
+      category: optional("injury", "illness", "behaviour", "safeguarding", "near_miss", "other"),
+      severity: optional("minor", "moderate", "serious"),
+      status: optional("open", "closed"),
+      occurred_from: maybe(fc.constantFrom(...fixture.incidentTimes)),
+      occurred_to: maybe(fc.constantFrom(...fixture.incidentTimes)),
+      needs_attention: optional("true", "false"),
+    }),
+    matches: (row, q) =>
+      (q.instance_id === undefined || row.instance_id === q.instance_id) &&
+      (q.participant_id === undefined || String(row.participants).split("|").includes(q.participant_id)) &&
+      (q.category === undefined || row.category === q.category) &&
+      (q.severity === undefined || row.severity === q.severity) &&
+      (q.status === undefined || row.status === q.status) &&
+      (q.occurred_from === undefined || String(row.occurred_at) >= q.occurred_from) &&
+      (q.occurred_to === undefined || String(row.occurred_at) < q.occurred_to) &&
+      (q.needs_attention === undefined || row.needs_attention === (q.needs_attention === "true")),
+    order: ["-recorded_at"],
+    anchored: ["instance_id", "category", "status"],
   },
 };
 
@@ -898,6 +941,52 @@ beforeAll(async () => {
   fixture.administrationTimes.push(
     "2000-01-01T00:00:00Z",
     ...administered.map((r) => r.at),
+    "2026-07-15T00:00:00Z",
+    "2999-01-01T00:00:00Z",
+  );
+
+  // Incidents in both instances: categories and severities with repeats, one closed, one moved by an amendment,
+  // one whose guardians were never told (needs attention), a safeguarding one (the admin here is no lead: never listed).
+  const incidents: string[] = [];
+  for (const [instance, people, category, severity, occurred, notified] of [
+    [i1, [1, 2], "injury", "minor", "2026-07-14T09:00:00Z", "2026-07-14T09:30:00Z"],
+    [i1, [2], "illness", "serious", "2026-07-14T10:00:00Z", "2026-07-14T10:30:00Z"],
+    [i2, [0, 3], "injury", "moderate", "2026-07-15T09:00:00Z", null],
+    [i2, [3], "near_miss", "minor", "2026-07-15T11:00:00Z", "2026-07-15T11:05:00Z"],
+    [i1, [5], "behaviour", "minor", "2026-07-16T08:00:00Z", "2026-07-16T08:10:00Z"],
+    [i1, [1], "safeguarding", "moderate", "2026-07-16T09:00:00Z", "2026-07-16T09:10:00Z"],
+  ] as const) {
+    const reported = await call(app, "POST", "/api/v1/incidents", {
+      ...admin,
+      body: {
+        instance_id: (instance as { id: string }).id,
+        occurred_at: occurred,
+        location: "field",
+        category,
+        severity,
+        participant_ids: people.map((i) => fixture.participants[i]),
+        description: "what happened",
+        actions_taken: "first aid",
+        guardian_notified_at: notified,
+      },
+    });
+    expect(reported.status, JSON.stringify(reported.body)).toBe(201);
+    incidents.push(reported.body.data.id);
+  }
+  expect((await call(app, "POST", `/api/v1/incidents/${incidents[0]}/close`, admin)).status).toBe(200);
+  const moved = await call(app, "POST", `/api/v1/incidents/${incidents[3]}/amendments`, {
+    ...admin,
+    body: { changes: { occurred_at: "2026-07-14T12:00:00Z", severity: "moderate" }, reason: "wrong day" },
+  });
+  expect(moved.status, JSON.stringify(moved.body)).toBe(201);
+  const occurred = await owner<{ at: string }>(
+    `select distinct ${ts("(private.incident_current(i) ->> 'occurred_at')::timestamptz")} as at
+     from public.incidents i where i.tenant_id = $1 order by at`,
+    [tenantId],
+  );
+  fixture.incidentTimes.push(
+    "2000-01-01T00:00:00Z",
+    ...occurred.map((r) => r.at),
     "2026-07-15T00:00:00Z",
     "2999-01-01T00:00:00Z",
   );
