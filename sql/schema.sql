@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (57 migrations).
+-- Through migration 20261128150000 (58 migrations).
 
 -- Schemas and extensions
 
