@@ -90,7 +90,7 @@ const closeRoute = createRoute(
     method: "post",
     path: "/{id}/close",
     summary: "Close a roll call",
-    description: `Closes the roll call and answers who is missing (expected, not marked present or excused); emits roll_call.closed with the number missing. 409 when already closed. ${WHO}`,
+    description: `Closes the roll call and answers who is missing (expected, not marked present or excused); freezes its counts and emits roll_call.closed carrying them ({expected, present, absent, excused, missing}; ids and figures, no names). 409 when already closed. ${WHO}`,
     tags,
     request: { params: IdParam },
     responses: { 200: json(dataOf(RollCall), "The closed roll call and who is missing") },
