@@ -17,7 +17,7 @@ import { testWorker } from "./support/webhooks.ts";
 /**
  * The right to erasure, proved on the whole database: people are written
  * through every write path (single, bulk and CSV create, PATCH, photo upload,
- * contacts, care record, consents, check-in and check-out), each with and without Idempotency-Key,
+ * contacts, care record, consents, check-in and check-out, an incident report), each with and without Idempotency-Key,
  * with events dispatched to a webhook endpoint; after their erasure a full
  * data dump (pg_dump --data-only), the photo store and the log hold none of
  * their names, dates of birth, schools, notes or photo bytes
@@ -203,6 +203,29 @@ describe("erasure", () => {
           body: { participant_id: id, direction: "out", override_reason: why },
         });
         expect(checkOut.status, JSON.stringify(checkOut.body)).toBe(201);
+
+        // The health centre: an incident naming only this child, its text with a mark (it goes with the child).
+        const happened = mark(`Incident${suffix}`);
+        marks.push(happened);
+        const reported = await call(
+          app,
+          "POST",
+          "/api/v1/incidents",
+          keyed(k("incident"), {
+            ...admin(),
+            body: {
+              instance_id: instanceId,
+              occurred_at: new Date(Date.now() - 3_600_000).toISOString(),
+              location: "Pool",
+              category: "injury",
+              severity: "minor",
+              participant_ids: [id],
+              description: happened,
+              actions_taken: "first aid",
+            },
+          }),
+        );
+        expect(reported.status, JSON.stringify(reported.body)).toBe(201);
       }
     }
     // The events reach the webhook queue (its deliveries are in the dump too).
@@ -216,8 +239,8 @@ describe("erasure", () => {
     await store.put(`${first?.split("/").slice(0, 2).join("/")}/${"0".repeat(64)}.png`, photo, "image/png");
     const before = await dump();
     expect(found(before, [...marks, DOB]).sort()).toEqual([...marks, DOB].sort());
-    // Keyed: create, bulk, dry run and import in each round, a photo and a contact per person (PATCH and PUT store none).
-    const keyedAnswers = 4 + 2 * ids.length;
+    // Keyed: create, bulk, dry run and import in each round, a photo, a contact and an incident per person (PATCH and PUT store none).
+    const keyedAnswers = 4 + 3 * ids.length;
     const stored = await t().admin("select count(*)::int as n from public.idempotency_keys where tenant_id = $1", [
       tenant.tenantId,
     ]);

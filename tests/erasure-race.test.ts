@@ -179,6 +179,26 @@ const PATHS: Path[] = [
         json: { name: mark, dose: "250 mg", instructions: mark, times: ["08:00"], start_date: "2026-07-01" },
       }),
   },
+  {
+    // The incident door locks the participants named before writing its links (private.incident_report_gate).
+    name: "incident report",
+    post: true,
+    bodyField: "participant_ids",
+    write: (id, mark, _, key) =>
+      send("POST", "/incidents", {
+        key,
+        json: {
+          instance_id: instanceId,
+          occurred_at: "2026-07-14T10:00:00Z",
+          location: mark,
+          category: "injury",
+          severity: "minor",
+          participant_ids: [id],
+          description: `${mark} slipped`,
+          actions_taken: mark,
+        },
+      }),
+  },
   { name: "photo upload", post: true, spreadMs: 60, write: (id, _, __, key) => photoUpload(id, key) },
   {
     name: "participant PATCH",
@@ -345,10 +365,11 @@ describe("erasure racing every write that hangs data on a participant", () => {
                 (select count(*) from public.participant_care where id = any ($1))::int as care,
                 (select count(*) from public.participant_consents where participant_id = any ($1))::int as consents,
                 (select count(*) from public.participant_medications where participant_id = any ($1))::int as medications,
+                (select count(*) from public.incident_participants where participant_id = any ($1))::int as incidents,
                 (select count(*) from public.photo_uploads where key like any (select '%' || x || '%' from unnest($1::text[]) x))::int as uploads`,
       [erased],
     );
-    expect(care.rows[0]).toEqual({ contacts: 0, care: 0, consents: 0, medications: 0, uploads: 0 });
+    expect(care.rows[0]).toEqual({ contacts: 0, care: 0, consents: 0, medications: 0, incidents: 0, uploads: 0 });
     // Nothing on site of anyone erased: movements, codes, presence, marks, places in expected.
     const onSite = await t().admin(
       `select (select count(*) from public.attendance_movements where participant_id = any ($1))::int as movements,

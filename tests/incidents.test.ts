@@ -339,6 +339,10 @@ describe("safeguarding leads", () => {
         writerUser,
       ]),
     ).toBe("CA403");
+    // Another tenant's admin: not found.
+    expect(
+      (await call(app, "PATCH", `/api/v1/users/${writerUser}`, { ...who.otherAdmin, body: { safeguarding_lead: true } })).status,
+    ).toBe(404);
     const user = await call(app, "GET", `/api/v1/users/${writerUser}`, who.admin);
     expect(user.body.data.safeguarding_lead).toBe(false);
   });
@@ -489,7 +493,9 @@ describe("needing attention", () => {
       [late]: ["guardians_notified_late"],
     });
     // The tenant's deadline is a setting: one hour makes the recent one late too.
-    expect((await call(app, "GET", "/api/v1/tenant/settings", who.reader)).body.data).toEqual({ incident_notice_hours: 24 });
+    expect((await call(app, "GET", "/api/v1/tenant/settings", who.reader)).body.data).toMatchObject({
+      incident_notice_hours: 24,
+    });
     expect(
       (await call(app, "PATCH", "/api/v1/tenant/settings", { ...who.writer, body: { incident_notice_hours: 1 } })).status,
     ).toBe(403);
@@ -498,7 +504,7 @@ describe("needing attention", () => {
     ).toBe(400);
     const changed = await call(app, "PATCH", "/api/v1/tenant/settings", { ...who.admin, body: { incident_notice_hours: 1 } });
     expect(changed.status).toBe(200);
-    expect(changed.body.data).toEqual({ incident_notice_hours: 1 });
+    expect(changed.body.data).toMatchObject({ incident_notice_hours: 1 });
     try {
       expect((await attention())[recent]).toEqual(["guardians_not_notified"]);
       const trail = await call(app, "GET", "/api/v1/audit-events?resource_type=tenant", who.admin);
@@ -516,8 +522,16 @@ describe("needing attention", () => {
       },
     });
     expect(Object.keys(await attention())).toEqual([late]);
-    // The other tenant's settings are its own.
-    expect((await call(app, "GET", "/api/v1/tenant/settings", who.otherAdmin)).body.data).toEqual({ incident_notice_hours: 24 });
+    // The other tenant's settings are its own: its admin's change leaves this tenant's alone.
+    expect(
+      (await call(app, "PATCH", "/api/v1/tenant/settings", { ...who.otherAdmin, body: { incident_notice_hours: 48 } })).status,
+    ).toBe(200);
+    expect((await call(app, "GET", "/api/v1/tenant/settings", who.reader)).body.data).toMatchObject({
+      incident_notice_hours: 24,
+    });
+    expect((await call(app, "GET", "/api/v1/tenant/settings", who.otherAdmin)).body.data).toMatchObject({
+      incident_notice_hours: 48,
+    });
   });
 
   it("raise one thin incident.needs_attention each, seen only by those who may read the incident", async () => {
