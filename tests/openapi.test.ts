@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { Database } from "../functions/db/database.ts";
 import { DOC_ROUTES, GUIDES } from "../functions/docs/routes.ts";
@@ -114,6 +114,9 @@ describe("GET /docs", () => {
     const document = (await call(app, "GET", "/api/v1/openapi.json")).body;
     const linked = [...document.info.description.matchAll(/\]\(docs\/guides\/([a-z-]+\.md)\)/g)].map((m) => m[1]);
     expect(linked).toEqual(GUIDES.map((guide) => guide.file));
+    // A guide added to docs/ is listed too (functions/docs/routes.ts GUIDES).
+    const inDocs = readdirSync(new URL("../docs/", import.meta.url)).filter((name) => name.endsWith(".md"));
+    expect([...linked].sort()).toEqual(inDocs.sort());
     const withGuides = testApp(db, {}, { readGuide });
     for (const file of linked) {
       const res = await call(withGuides, "GET", `/docs/guides/${file}`);
