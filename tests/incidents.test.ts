@@ -101,6 +101,7 @@ beforeAll(async () => {
   const marked = await call(app, "PATCH", `/api/v1/users/${lead.userId}`, { ...who.admin, body: { safeguarding_lead: true } });
   expect(marked.status, JSON.stringify(marked.body)).toBe(200);
   expect(marked.body.data.safeguarding_lead).toBe(true);
+  expect((await call(app, "GET", "/api/v1/me", { key: lead.key })).body.data.user.safeguarding_lead).toBe(true);
   who.lead = who.leadKey;
 });
 

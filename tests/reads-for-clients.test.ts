@@ -27,7 +27,14 @@ describe("GET /api/v1/me", () => {
       await t().admin("select id from public.api_keys where user_id = $1 and revoked_at is null", [tenant.admin.userId])
     ).rows[0].id;
     expect(res.body.data).toEqual({
-      user: { id: tenant.admin.userId, email: tenant.admin.email, role: "admin", active: true, care_access: expect.any(String) },
+      user: {
+        id: tenant.admin.userId,
+        email: tenant.admin.email,
+        role: "admin",
+        active: true,
+        care_access: expect.any(String),
+        safeguarding_lead: false,
+      },
       tenant: { id: tenant.tenantId, name: tenantName },
       credential: { type: "api_key", id: keyId, name: null, scopes: expect.arrayContaining(["read", "write"]), expires_at: null },
     });

@@ -26,6 +26,9 @@ const Me = z
         description:
           "How far the user reaches children's contacts, care records and consents (an API key also needs its care scope)",
       }),
+      safeguarding_lead: z.boolean().openapi({
+        description: "Whether the user reads safeguarding incidents (with care access); admins mark leads",
+      }),
     }),
     tenant: z.object({ id: z.string().openapi({ format: "uuid" }), name: z.string() }),
     credential: z
@@ -68,6 +71,7 @@ interface Row {
   key_id: string | null;
   key_name: string | null;
   care_access: "none" | "read" | "write";
+  safeguarding_lead: boolean;
   key_scopes: Scope[] | null;
   key_expires_at: Date | null;
 }
@@ -75,7 +79,7 @@ interface Row {
 /** The caller, its tenant and its key in one statement (the tenant's own rows, under RLS). */
 async function whoIs(sql: Sql, principal: Principal): Promise<MeRecord | undefined> {
   const row = await sql.one<Row>(
-    `select u.id as user_id, u.email, u.role, u.active, u.care_access, u.auth_subject, t.id as tenant_id, t.name as tenant_name,
+    `select u.id as user_id, u.email, u.role, u.active, u.care_access, u.safeguarding_lead, u.auth_subject, t.id as tenant_id, t.name as tenant_name,
             k.id as key_id, k.name as key_name, k.scopes as key_scopes, k.expires_at as key_expires_at
      from public.users u
      join public.tenants t on t.id = u.tenant_id
@@ -95,7 +99,14 @@ async function whoIs(sql: Sql, principal: Principal): Promise<MeRecord | undefin
         }
       : { type: "bearer", subject: row.auth_subject ?? "", scopes: principal.scopes };
   return {
-    user: { id: row.user_id, email: row.email, role: row.role, active: row.active, care_access: row.care_access },
+    user: {
+      id: row.user_id,
+      email: row.email,
+      role: row.role,
+      active: row.active,
+      care_access: row.care_access,
+      safeguarding_lead: row.safeguarding_lead,
+    },
     tenant: { id: row.tenant_id, name: row.tenant_name },
     credential,
   };
