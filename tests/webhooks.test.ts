@@ -1,5 +1,5 @@
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { call, newTenant, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
@@ -18,9 +18,14 @@ let tenant: TestTenant;
 let camp: CampStructure;
 const receivers: Receiver[] = [];
 
-beforeAll(async () => {
-  ({ tenant, camp } = await tenantWithCamp(t()));
+beforeAll(() => {
   app = testApp(t().db, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: "true" });
+});
+
+// A tenant per test: a new endpoint starts at the feed's "now", which another open
+// transaction can hold back, so in a shared tenant an earlier test's event could reach it.
+beforeEach(async () => {
+  ({ tenant, camp } = await tenantWithCamp(t()));
 });
 afterAll(async () => {
   for (const r of receivers) await r.close();
