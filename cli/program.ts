@@ -6,7 +6,7 @@ import { RETENTION_DAYS } from "../functions/events/feed.ts";
 import { pruneEvents } from "../functions/events/retention.ts";
 import { pruneIdempotencyKeys } from "../functions/http/idempotency-retention.ts";
 import { raiseIncidentAlerts } from "../functions/incidents/sweep.ts";
-import { raiseOverdueDoses } from "../functions/medications/sweep.ts";
+import { raiseOverdueDoses, sweepRetainedHealthRecords } from "../functions/medications/sweep.ts";
 import { supabasePhotoStore } from "../functions/photos/default-store.ts";
 import { PHOTO_BUCKET } from "../functions/photos/supabase-store.ts";
 import {
@@ -287,10 +287,16 @@ export function buildProgram(): Command {
     .description("the health centre")
     .command("sweep")
     .description(
-      "raise medication.overdue for scheduled doses left uncharted past their grace period and incident.needs_attention for incidents whose guardians were not notified in time (the webhook workers do it every minute); prints {raised, incidents_raised}",
+      "raise medication.overdue for scheduled doses left uncharted past their grace period and incident.needs_attention for incidents whose guardians were not notified in time (the webhook workers do it every minute), and delete the health records of erased participants kept past their tenant's retention period (hourly); prints {raised, incidents_raised, deleted}",
     )
     .action(() =>
-      withDatabase(async (db) => print({ raised: await raiseOverdueDoses(db), incidents_raised: await raiseIncidentAlerts(db) })),
+      withDatabase(async (db) =>
+        print({
+          raised: await raiseOverdueDoses(db),
+          incidents_raised: await raiseIncidentAlerts(db),
+          deleted: await sweepRetainedHealthRecords(db),
+        }),
+      ),
     );
 
   program

@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (58 migrations).
+-- Through migration 20261128150000 (59 migrations).
 
 -- Schemas and extensions
 
@@ -1812,7 +1812,7 @@ end
 $function$;
 
 CREATE OR REPLACE FUNCTION private.erase_participant(p_id uuid)
- RETURNS text
+ RETURNS TABLE(photo_key text, retained jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
@@ -1820,21 +1820,27 @@ AS $function$
 declare
   v_tenant uuid := private.request_tenant_id();
   v_photo text;
+  v_until timestamptz;
+  v_retained jsonb := '[]'::jsonb;
 begin
-  select photo_key into v_photo from public.participants
-  where id = p_id and tenant_id = v_tenant and erased_at is null
+  select p.photo_key into v_photo from public.participants p
+  where p.id = p_id and p.tenant_id = v_tenant and p.erased_at is null
   for update;
   if not found then
     raise exception 'participant not found' using errcode = 'CA404';
   end if;
+  v_until := private.health_retention_until(v_tenant);
+  if v_until is not null then
+    v_retained := private.retain_health_records(v_tenant, p_id, v_until);
+  end if;
   perform set_config('camp.erasing', 'on', true);
-  update public.participants set
-    user_id = 'erased-' || id::text, first_name = 'Erased', surname = 'Erased', full_name = 'Erased',
+  update public.participants p set
+    user_id = 'erased-' || p.id::text, first_name = 'Erased', surname = 'Erased', full_name = 'Erased',
     gender = null, pronouns = null, date_of_birth = null, school_year = null, rank = null, unit_name = null,
     school_institute = null, arrival_date = null, departure_date = null, room_number = null,
     photo_link = null, photo_key = null, photo_content_type = null, photo_size = null, photo_sha256 = null,
-    erased_at = now(), deleted_at = coalesce(deleted_at, now())
-  where id = p_id;
+    erased_at = now(), deleted_at = coalesce(p.deleted_at, now())
+  where p.id = p_id;
   perform set_config('camp.erasing', 'off', true);
   perform set_config('camp.audit_rewrite', 'on', true);
   update public.audit_events e
@@ -1843,11 +1849,12 @@ begin
     from jsonb_each(e.changes) f)
   where e.tenant_id = v_tenant and e.resource_type = 'participant' and e.resource_id = p_id and e.action <> 'erase';
   perform set_config('camp.audit_rewrite', 'off', true);
-  return v_photo;
+  return query select v_photo, v_retained;
 end
 $function$;
 revoke all on function private.erase_participant(p_id uuid) from public;
 grant execute on function private.erase_participant(p_id uuid) to camp_api;
+comment on function private.erase_participant(p_id uuid) is 'The right to erasure (admins, POST /participants/{id}/erase): removes the person''s data from the row and its audit events; the triggers on participants.erased_at remove what hangs on it. Health records of a tenant with a retention period are first detached and kept (private.retain_health_records). Answers the photo key to delete and what was kept.';
 
 CREATE OR REPLACE FUNCTION private.erase_photo_uploads_of_participant()
  RETURNS trigger
@@ -2534,6 +2541,17 @@ CREATE OR REPLACE FUNCTION private.health_records_rewrite()
 AS $function$
   select coalesce(current_setting('camp.health_rewrite', true), '') = 'on'
 $function$;
+
+CREATE OR REPLACE FUNCTION private.health_retention_until(p_tenant uuid)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+  select now() + make_interval(days => t.health_retention_days)
+  from public.tenants t where t.id = p_tenant and t.health_retention_days is not null
+$function$;
+revoke all on function private.health_retention_until(p_tenant uuid) from public;
 
 CREATE OR REPLACE FUNCTION private.hold_live_participant()
  RETURNS trigger
@@ -4225,6 +4243,45 @@ end
 $function$;
 revoke all on function private.restrict_reporting_database() from public;
 
+CREATE OR REPLACE FUNCTION private.retain_health_records(p_tenant uuid, p_participant uuid, p_until timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_entries uuid[];
+  v_kept jsonb := '[]'::jsonb;
+begin
+  v_entries := array(select a.id from public.medication_administrations a
+                     where a.tenant_id = p_tenant and a.participant_id = p_participant);
+  if cardinality(v_entries) > 0 then
+    perform set_config('camp.health_rewrite', 'on', true);
+    update public.medication_administrations set
+      participant_id = null, medication_id = null, nonce = null, notes = null,
+      reason = case when reason is not null then 'removed at erasure' end,
+      override_reason = case when override_reason is not null then 'removed at erasure' end,
+      retained_until = p_until
+    where id = any (v_entries);
+    perform set_config('camp.health_rewrite', 'off', true);
+    perform set_config('camp.audit_rewrite', 'on', true);
+    update public.audit_events e
+    set changes = (
+      select coalesce(jsonb_object_agg(f.key, case when e.action = 'create' then '"erased"'::jsonb else '["erased", "erased"]'::jsonb end), '{}')
+      from jsonb_each(e.changes) f)
+    where e.tenant_id = p_tenant
+      and e.resource_type = 'medication_administration'
+      and e.resource_id = any (v_entries)
+      and e.changes <> '{}'::jsonb;
+    perform set_config('camp.audit_rewrite', 'off', true);
+    v_kept := v_kept || jsonb_build_object('record', 'medication_administrations', 'count', cardinality(v_entries),
+                                           'retained_until', private.iso_time(p_until));
+  end if;
+  return v_kept;
+end
+$function$;
+revoke all on function private.retain_health_records(p_tenant uuid, p_participant uuid, p_until timestamp with time zone) from public;
+
 CREATE OR REPLACE FUNCTION private.retain_incidents_of_participant(p_tenant uuid, p_participant uuid, p_until timestamp with time zone)
  RETURNS integer
  LANGUAGE plpgsql
@@ -4785,6 +4842,26 @@ $function$;
 grant execute on function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) to public;
 grant execute on function private.supergroup_of_subgroup(p_sub_group_id uuid, p_instance_id uuid) to camp_api;
 
+CREATE OR REPLACE FUNCTION private.sweep_retained_health_records(p_now timestamp with time zone DEFAULT now())
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_count int;
+begin
+  perform set_config('camp.health_rewrite', 'on', true);
+  -- One statement: a correction and the entry it amends are kept until the same moment and go together.
+  delete from public.medication_administrations where retained_until <= p_now;
+  get diagnostics v_count = row_count;
+  perform set_config('camp.health_rewrite', 'off', true);
+  return v_count;
+end
+$function$;
+revoke all on function private.sweep_retained_health_records(p_now timestamp with time zone) from public;
+comment on function private.sweep_retained_health_records(p_now timestamp with time zone) is 'The retention sweep: deletes the health records of erased participants kept past their tenant''s retention period. Run by the webhook workers'' hourly housekeeping and by camp health sweep.';
+
 CREATE OR REPLACE FUNCTION private.sweep_retained_incidents(p_now timestamp with time zone DEFAULT now())
  RETURNS integer
  LANGUAGE plpgsql
@@ -5337,13 +5414,15 @@ create table public.medication_administrations (
   constraint medication_administrations_notes_check CHECK (char_length(notes) <= 2000),
   constraint medication_administrations_outcome_check CHECK (outcome = ANY (ARRAY['given'::text, 'refused'::text, 'missed'::text, 'held'::text, 'unavailable'::text])),
   constraint medication_administrations_override_reason_check CHECK (char_length(btrim(override_reason)) >= 1 AND char_length(btrim(override_reason)) <= 2000),
-  constraint medication_administrations_reason_check CHECK (char_length(btrim(reason)) >= 1 AND char_length(btrim(reason)) <= 2000)
+  constraint medication_administrations_reason_check CHECK (char_length(btrim(reason)) >= 1 AND char_length(btrim(reason)) <= 2000),
+  constraint medication_administrations_retained_until_check CHECK ((participant_id IS NULL) = (retained_until IS NOT NULL))
 );
 alter table public.medication_administrations enable row level security;
 CREATE INDEX medication_administrations_amends ON public.medication_administrations USING btree (amends) WHERE (amends IS NOT NULL);
 CREATE INDEX medication_administrations_by_due ON public.medication_administrations USING btree (tenant_id, due_at) WHERE (due_at IS NOT NULL);
 CREATE INDEX medication_administrations_by_medication ON public.medication_administrations USING btree (medication_id, administered_at);
 CREATE INDEX medication_administrations_by_participant ON public.medication_administrations USING btree (participant_id, recorded_at, id);
+CREATE INDEX medication_administrations_retained ON public.medication_administrations USING btree (retained_until) WHERE (retained_until IS NOT NULL);
 create policy "Care functions chart doses with care write access" on public.medication_administrations for insert to camp_care
   with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
 create policy "Care functions read the administration record with care access" on public.medication_administrations for select to camp_care
@@ -5906,7 +5985,9 @@ create table public.tenants (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   incident_notice_hours integer default 24 not null,
+  health_retention_days integer,
   constraint tenants_pkey PRIMARY KEY (id),
+  constraint tenants_health_retention_days_check CHECK (health_retention_days >= 1 AND health_retention_days <= 36500),
   constraint tenants_incident_notice_hours_check CHECK (incident_notice_hours >= 1 AND incident_notice_hours <= 720),
   constraint tenants_name_check CHECK (char_length(btrim(name)) >= 1 AND char_length(btrim(name)) <= 200)
 );
@@ -5918,8 +5999,9 @@ create policy "Admins change their tenant's settings" on public.tenants for upda
   with check (((id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.request_app_role() AS request_app_role) = 'admin'::text)));
 CREATE TRIGGER tenants_audit_update AFTER UPDATE ON public.tenants REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_tenant_settings();
 CREATE TRIGGER tenants_touch_updated_at BEFORE UPDATE ON public.tenants FOR EACH ROW EXECUTE FUNCTION private.touch_updated_at();
-grant update (incident_notice_hours) on table public.tenants to camp_api;
+grant update (incident_notice_hours, health_retention_days) on table public.tenants to camp_api;
 comment on column public.tenants.incident_notice_hours is 'Hours after an incident occurred within which its guardians are to be recorded as notified (default 24); later, the incident needs attention.';
+comment on column public.tenants.health_retention_days is 'How many days health and incident records of an erased participant are kept, detached from any name (private.retain_health_records); null: erasure removes them with the rest.';
 grant select on table public.tenants to camp_api;
 
 create table public.users (

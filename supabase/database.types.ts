@@ -1400,6 +1400,7 @@ export type Database = {
       tenants: {
         Row: {
           created_at: string;
+          health_retention_days: number | null;
           id: string;
           incident_notice_hours: number;
           name: string;
@@ -1408,6 +1409,7 @@ export type Database = {
         ComputedFields: never;
         Insert: {
           created_at?: string;
+          health_retention_days?: number | null;
           id?: string;
           incident_notice_hours?: number;
           name: string;
@@ -1415,6 +1417,7 @@ export type Database = {
         };
         Update: {
           created_at?: string;
+          health_retention_days?: number | null;
           id?: string;
           incident_notice_hours?: number;
           name?: string;

@@ -16,3 +16,19 @@ export async function raiseOverdueDoses(db: Database, now?: Date): Promise<numbe
 
 /** How often a worker sweeps: an overdue dose is raised within about a minute of its grace period ending. */
 export const OVERDUE_SWEEP_MS = 60_000;
+
+/**
+ * The retention sweep: deletes the health records of erased participants
+ * kept past their tenant's retention period
+ * (private.sweep_retained_health_records, *_health_retention.sql). Run by the
+ * webhook workers' hourly housekeeping and by `camp health sweep`.
+ */
+export async function sweepRetainedHealthRecords(db: Database, now?: Date): Promise<number> {
+  const [row] = await db.query<{ deleted: number }>(
+    now
+      ? "select private.sweep_retained_health_records($1) as deleted"
+      : "select private.sweep_retained_health_records() as deleted",
+    now ? [now.toISOString()] : [],
+  );
+  return Number(row?.deleted ?? 0);
+}

@@ -5,7 +5,7 @@ import { thinEvent } from "../events/types.ts";
 import { pruneIdempotencyKeys } from "../http/idempotency-retention.ts";
 import { raiseIncidentAlerts } from "../incidents/sweep.ts";
 import { describeError, log } from "../log.ts";
-import { OVERDUE_SWEEP_MS, raiseOverdueDoses } from "../medications/sweep.ts";
+import { OVERDUE_SWEEP_MS, raiseOverdueDoses, sweepRetainedHealthRecords } from "../medications/sweep.ts";
 import { type AttemptOutcome, type LeasedDelivery, queue } from "./queue.ts";
 import { DEFAULT_RETRY_POLICY, type RetryPolicy, retryAt } from "./retry-policy.ts";
 import { signedHeaders } from "./signing.ts";
@@ -194,11 +194,13 @@ export class WebhookWorker {
     const deliveries = await queue.pruneDeliveries(this.db, RETENTION_DAYS);
     // The service's other hourly retention rides here: every runtime runs a worker (docs/operations.md).
     const answers = await pruneIdempotencyKeys(this.db);
-    if (events + deliveries + answers > 0) {
+    const health = await sweepRetainedHealthRecords(this.db);
+    if (events + deliveries + answers + health > 0) {
       log.info("webhook housekeeping", {
         events_pruned: events,
         deliveries_pruned: deliveries,
         idempotency_answers_pruned: answers,
+        retained_health_records_deleted: health,
       });
     }
   }
