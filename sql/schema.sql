@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (59 migrations).
+-- Through migration 20261128150000 (60 migrations).
 
 -- Schemas and extensions
 
@@ -5427,11 +5427,14 @@ create policy "Care functions chart doses with care write access" on public.medi
   with check (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = 'write'::text)));
 create policy "Care functions read the administration record with care access" on public.medication_administrations for select to camp_care
   using (((tenant_id = ( SELECT private.request_tenant_id() AS request_tenant_id)) AND (( SELECT private.care_access() AS care_access) = ANY (ARRAY['read'::text, 'write'::text]))));
+create policy "Reporting roles granted care read the administration record" on public.medication_administrations for select to camp_reporting
+  using (((tenant_id = ( SELECT private.reporting_tenant_id() AS reporting_tenant_id)) AND ( SELECT private.reporting_care() AS reporting_care)));
 CREATE TRIGGER medication_administrations_append_only BEFORE DELETE OR UPDATE ON public.medication_administrations FOR EACH ROW EXECUTE FUNCTION private.guard_append_only();
 CREATE TRIGGER medication_administrations_audit_insert AFTER INSERT ON public.medication_administrations REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION private.audit_changes('medication_administration');
 CREATE TRIGGER medication_administrations_hold_live_participant BEFORE INSERT ON public.medication_administrations FOR EACH ROW EXECUTE FUNCTION private.hold_live_participant();
 CREATE TRIGGER medication_administrations_no_truncate BEFORE TRUNCATE ON public.medication_administrations FOR EACH STATEMENT EXECUTE FUNCTION private.guard_append_only();
 grant insert (participant_id, medication_id, medication_name, outcome, administered_at, due_at, dose_given, notes, nonce, amends, reason, override_reason, recorded_by, recorded_by_email) on table public.medication_administrations to camp_care;
+grant select (id, participant_id, medication_id, medication_name, outcome, administered_at, due_at, dose_given, notes, amends, reason, override_reason, recorded_by, recorded_by_email, recorded_at, retained_until) on table public.medication_administrations to camp_reporting_care;
 grant select on table public.medication_administrations to camp_care;
 comment on table public.medication_administrations is 'The medication administration record: every dose charted (given, refused, missed, held, unavailable), append-only; a correction is a new entry naming what it amends. Care data: reached only through private.medication_administration*.';
 
@@ -6345,6 +6348,33 @@ create view reporting.instance_counts with (security_invoker=true) as
 grant select on table reporting.instance_counts to authenticated;
 grant select on table reporting.instance_counts to camp_reporting;
 comment on view reporting.instance_counts is 'One row per live instance (also those without participants): live participants by status and by gender, and how many have no supergroup, subgroup or room.';
+
+create view reporting.medication_administrations with (security_invoker=true) as
+ SELECT a.id,
+    a.participant_id,
+    p.instance_id,
+    p.full_name AS participant_name,
+    a.medication_id,
+    a.medication_name,
+    a.outcome,
+    a.administered_at,
+    a.due_at,
+    a.dose_given,
+    a.notes,
+    a.amends,
+    a.reason,
+    a.override_reason,
+    NOT (EXISTS ( SELECT
+           FROM public.medication_administrations c
+          WHERE c.amends = a.id)) AS current,
+    a.recorded_by,
+    a.recorded_by_email,
+    a.recorded_at,
+    a.retained_until
+   FROM public.medication_administrations a
+     LEFT JOIN public.participants p ON p.id = a.participant_id;
+grant select on table reporting.medication_administrations to camp_reporting_care;
+comment on view reporting.medication_administrations is 'Care data (roles granted --care only; others get permission denied): every dose charted (given, refused, missed, held, unavailable), with its participant and instance, who charted it and when; a correction names what it amends (amends, reason) and current is false for an entry a correction amends. Entries kept after their participant''s erasure (the tenant''s health retention period) have no participant, medication, notes or reasons, and say until when they are kept (retained_until).';
 
 create view reporting.participant_care with (security_invoker=true) as
  SELECT r.id AS participant_id,

@@ -216,7 +216,13 @@ describe("care data stays out of", () => {
         () => "answered",
         (error: { code?: string }) => error.code,
       );
-    for (const view of ["participant_contacts", "participant_care", "participant_consents", "participant_medications"]) {
+    for (const view of [
+      "participant_contacts",
+      "participant_care",
+      "participant_consents",
+      "participant_medications",
+      "medication_administrations",
+    ]) {
       expect(`${view}: ${await refusal(`select count(*)::int as n from ${view}`)}`).toBe(`${view}: 42501`);
     }
     const events = await plain.query("select resource_type, changes::text from audit_events");
@@ -225,7 +231,13 @@ describe("care data stays out of", () => {
     expect(events.rows.filter((e) => ["contact", "care_record", "consent"].includes(e.resource_type))).toEqual([]);
     // Not by the base tables either, not by setting claims.
     await plain.query(`select set_config('request.jwt.claims', '{"tenant_id": "${tenant.tenantId}"}', false)`);
-    for (const table of ["participant_contacts", "participant_care", "participant_consents", "participant_medications"]) {
+    for (const table of [
+      "participant_contacts",
+      "participant_care",
+      "participant_consents",
+      "participant_medications",
+      "medication_administrations",
+    ]) {
       expect(`${table}: ${await refusal(`select count(*) from public.${table}`)}`).toBe(`${table}: 42501`);
     }
 

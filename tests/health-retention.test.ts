@@ -1,6 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { beforeAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sweepRetainedHealthRecords } from "../functions/medications/sweep.ts";
+import { connectionDetails, grantReportingRole, revokeReportingRole } from "../functions/reporting/roles.ts";
 import { addInstance } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { type CallOptions, call, newTenant, signToken, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
@@ -14,6 +16,8 @@ import { run } from "./support/processes.ts";
  * nonce, notes or reasons) until the period ends, when the sweep deletes
  * them. Each erasure is checked on a full data dump (pg_dump --data-only),
  * as tests/erasure-footprint.test.ts does for the rest of a child's data.
+ * The record's reporting view (reporting.medication_administrations) is for
+ * roles granted --care only, and shows kept entries without a participant.
  */
 
 const t = useTestDatabase();
@@ -252,5 +256,80 @@ describe("erasure of health records", () => {
     expect(await sweepRetainedHealthRecords(t().db, days(31))).toBeGreaterThanOrEqual(4);
     expect(await left()).toBe(0);
     expect(found(await dump(), child.marks)).toEqual([]);
+  });
+});
+
+describe("reporting.medication_administrations", () => {
+  const roleTag = `ret_${randomBytes(4).toString("hex")}`;
+  const clients: pg.Client[] = [];
+  afterAll(async () => {
+    for (const client of clients) await client.end().catch(() => {});
+    for (const role of [`${roleTag}_care`, `${roleTag}_plain`]) await revokeReportingRole(t().db, role).catch(() => {});
+  });
+  const connect = async (care: boolean) => {
+    const grant = await grantReportingRole(t().db, tenant.tenantId, `${roleTag}_${care ? "care" : "plain"}`, {
+      connectionLimit: 2,
+      connectionBudget: 10_000,
+      care,
+    });
+    const client = new pg.Client({ connectionString: connectionDetails(t().url, grant).url });
+    client.on("error", () => {});
+    await client.connect();
+    clients.push(client);
+    return client;
+  };
+
+  it("is refused to roles not granted --care, and lists the tenant's record, kept entries without a name, to those granted it", async () => {
+    await setRetention(3650);
+    const live = await childWithRecord("Live");
+    const gone = await childWithRecord("Gone");
+    expect((await erase(gone.id)).body.data.retained[0]).toMatchObject({ count: 4 });
+    const other = await newTenant(t().db);
+    const otherInstance = await addInstance(t(), other.tenantId);
+    const stranger = await t().admin(
+      "insert into participants (tenant_id, instance_id, user_id, first_name, surname) values ($1, $2, 'x', 'Other', 'Tenant') returning id",
+      [other.tenantId, otherInstance],
+    );
+    await t().admin(
+      "insert into medication_administrations (tenant_id, participant_id, medication_name, outcome, administered_at) values ($1, $2, 'Elsewhere', 'given', now())",
+      [other.tenantId, stranger.rows[0].id],
+    );
+
+    const plain = await connect(false);
+    for (const text of [
+      "select count(*) from medication_administrations",
+      "select count(*) from public.medication_administrations",
+    ]) {
+      const refused = await plain.query(text).then(
+        () => "answered",
+        (error: { code?: string }) => error.code,
+      );
+      expect(`${text}: ${refused}`).toBe(`${text}: 42501`);
+    }
+
+    const care = await connect(true);
+    const rows = await care.query(
+      `select id, participant_id, instance_id, participant_name, medication_name, outcome, dose_given, notes, reason,
+              override_reason, current, retained_until is not null as kept, recorded_by_email
+       from medication_administrations order by recorded_at`,
+    );
+    expect(rows.rows.map((r) => r.medication_name)).not.toContain("Elsewhere");
+    const ofLive = rows.rows.filter((r) => live.entries.includes(r.id));
+    const name = `Zephyrine ${live.marks[0]}`;
+    expect(ofLive.map((r) => [r.participant_name, r.instance_id, r.outcome, r.current, r.kept])).toEqual([
+      [name, instanceId, "given", false, false],
+      [name, instanceId, "refused", true, false],
+      [name, instanceId, "given", true, false],
+      [name, instanceId, "given", true, false],
+    ]);
+    expect(ofLive[0].notes).toBe(live.marks[1]);
+    expect(ofLive.every((r) => r.participant_id === live.id && r.recorded_by_email === tenant.admin.email)).toBe(true);
+    const ofGone = rows.rows.filter((r) => gone.entries.includes(r.id));
+    expect(ofGone).toHaveLength(4);
+    for (const row of ofGone) {
+      expect(row).toMatchObject({ participant_id: null, instance_id: null, participant_name: null, notes: null, kept: true });
+    }
+    expect(found(JSON.stringify(ofGone), gone.marks)).toEqual([]);
+    await setRetention(null);
   });
 });

@@ -330,9 +330,10 @@ describe("the reporting schema", () => {
        from pg_class c where c.relnamespace = 'reporting'::regnamespace order by 1`,
     );
     // audit_events is checked with the audit trail (tests/audit.test.ts), the care views with care data (tests/care-reporting.test.ts),
-    // incidents in tests/incidents.test.ts.
+    // incidents in tests/incidents.test.ts, medication_administrations in tests/health-retention.test.ts.
     const careViews = [
       "incidents",
+      "medication_administrations",
       "participant_care",
       "participant_consents",
       "participant_contacts",
