@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (60 migrations).
+-- Through migration 20261128150000 (61 migrations).
 
 -- Schemas and extensions
 
@@ -3428,6 +3428,7 @@ CREATE OR REPLACE FUNCTION private.medication_pass(p_instance uuid, p_at timesta
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
+ SET jit TO 'off'
 AS $function$
 declare
   v_doses jsonb;
@@ -3883,6 +3884,7 @@ CREATE OR REPLACE FUNCTION private.raise_overdue_doses(p_now timestamp with time
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
+ SET jit TO 'off'
 AS $function$
 declare
   v_count int;
