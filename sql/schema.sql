@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (61 migrations).
+-- Through migration 20261128150000 (62 migrations).
 
 -- Schemas and extensions
 
@@ -4253,6 +4253,7 @@ CREATE OR REPLACE FUNCTION private.retain_health_records(p_tenant uuid, p_partic
 AS $function$
 declare
   v_entries uuid[];
+  v_incidents int;
   v_kept jsonb := '[]'::jsonb;
 begin
   v_entries := array(select a.id from public.medication_administrations a
@@ -4277,6 +4278,12 @@ begin
       and e.changes <> '{}'::jsonb;
     perform set_config('camp.audit_rewrite', 'off', true);
     v_kept := v_kept || jsonb_build_object('record', 'medication_administrations', 'count', cardinality(v_entries),
+                                           'retained_until', private.iso_time(p_until));
+  end if;
+  -- Before the participant's row is blanked: it scrubs the child's names from the incidents' text.
+  v_incidents := private.retain_incidents_of_participant(p_tenant, p_participant, p_until);
+  if v_incidents > 0 then
+    v_kept := v_kept || jsonb_build_object('record', 'incidents', 'count', v_incidents,
                                            'retained_until', private.iso_time(p_until));
   end if;
   return v_kept;
@@ -4858,11 +4865,11 @@ begin
   delete from public.medication_administrations where retained_until <= p_now;
   get diagnostics v_count = row_count;
   perform set_config('camp.health_rewrite', 'off', true);
-  return v_count;
+  return v_count + private.sweep_retained_incidents(p_now);
 end
 $function$;
 revoke all on function private.sweep_retained_health_records(p_now timestamp with time zone) from public;
-comment on function private.sweep_retained_health_records(p_now timestamp with time zone) is 'The retention sweep: deletes the health records of erased participants kept past their tenant''s retention period. Run by the webhook workers'' hourly housekeeping and by camp health sweep.';
+comment on function private.sweep_retained_health_records(p_now timestamp with time zone) is 'The retention sweep: deletes the medication administration entries and incidents of erased participants kept past their tenant''s retention period; returns how many of both. Run by the webhook workers'' hourly housekeeping and by camp health sweep.';
 
 CREATE OR REPLACE FUNCTION private.sweep_retained_incidents(p_now timestamp with time zone DEFAULT now())
  RETURNS integer

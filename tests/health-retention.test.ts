@@ -160,19 +160,44 @@ describe("erasure of health records", () => {
     expect(left.rows[0]).toEqual({ entries: 0, medications: 0 });
   });
 
-  it("with one keeps the entries detached from any name until it ends, and says so", async () => {
+  it("with one keeps the entries and the child's incident detached from any name until it ends, and says so", async () => {
     await setRetention(3650);
     const child = await childWithRecord("Kept");
+    const surname = child.marks[0] as string;
+    const reported = await call(app, "POST", "/api/v1/incidents", {
+      ...admin,
+      body: {
+        instance_id: instanceId,
+        occurred_at: new Date(Date.now() - 3_600_000).toISOString(),
+        location: "Pool",
+        category: "injury",
+        severity: "minor",
+        participant_ids: [child.id],
+        description: `Zephyrine ${surname} slipped by the pool`,
+        actions_taken: `Cleaned ${surname}'s knee`,
+      },
+    });
+    expect(reported.status, JSON.stringify(reported.body)).toBe(201);
     const before = Date.now();
     const erased = await erase(child.id);
     expect(erased.status, JSON.stringify(erased.body)).toBe(200);
-    const [kept] = erased.body.data.retained;
-    expect(erased.body.data.retained).toHaveLength(1);
+    const [kept, incident] = erased.body.data.retained;
+    expect(erased.body.data.retained).toHaveLength(2);
     expect(kept).toMatchObject({ record: "medication_administrations", count: 4 });
+    expect(incident).toEqual({ record: "incidents", count: 1, retained_until: kept.retained_until });
+    const incidents = await t().admin(
+      "select retained_until, description, (select count(*)::int from incident_participants l where l.incident_id = i.id) as links from incidents i where id = $1",
+      [reported.body.data.id],
+    );
+    expect(incidents.rows).toEqual([
+      { retained_until: new Date(kept.retained_until), description: "[erased] slipped by the pool", links: 0 },
+    ]);
     const until = Date.parse(kept.retained_until);
     expect(until).toBeGreaterThanOrEqual(before + 3650 * 86_400_000 - 60_000);
     expect(until).toBeLessThanOrEqual(Date.now() + 3650 * 86_400_000 + 60_000);
-    expect(erased.body.message).toBe(`participant erased; 4 medication administrations kept until ${kept.retained_until}`);
+    expect(erased.body.message).toBe(
+      `participant erased; 4 medication administrations kept until ${kept.retained_until}; 1 incident kept until ${kept.retained_until}`,
+    );
 
     // The dump holds none of the child's text, and the kept entries point at nothing of the child.
     const after = await dump();
@@ -241,19 +266,37 @@ describe("erasure of health records", () => {
     ).rejects.toThrow(/append-only/);
   });
 
-  it("the sweep deletes kept entries once their period has ended, and not before", async () => {
+  it("the sweep deletes kept entries and incidents once their period has ended, and not before", async () => {
     await setRetention(30);
     const child = await childWithRecord("Swept");
+    const reported = await call(app, "POST", "/api/v1/incidents", {
+      ...admin,
+      body: {
+        instance_id: instanceId,
+        occurred_at: new Date(Date.now() - 3_600_000).toISOString(),
+        location: "Field",
+        category: "illness",
+        severity: "minor",
+        participant_ids: [child.id],
+        description: "Felt sick",
+        actions_taken: "Rest",
+      },
+    });
+    expect(reported.status, JSON.stringify(reported.body)).toBe(201);
     const erased = await erase(child.id);
-    expect(erased.body.data.retained[0]).toMatchObject({ count: 4 });
+    expect(erased.body.data.retained.map((r: { count: number }) => r.count)).toEqual([4, 1]);
     const left = async () =>
-      (await t().admin("select count(*)::int as n from medication_administrations where id = any ($1)", [child.entries])).rows[0]
-        .n;
+      (
+        await t().admin(
+          "select (select count(*) from medication_administrations where id = any ($1))::int + (select count(*) from incidents where id = $2)::int as n",
+          [child.entries, reported.body.data.id],
+        )
+      ).rows[0].n;
     // The sweep's clock is moved, not the test's: 29 days on they stay, 31 days on they go.
     const days = (n: number) => new Date(Date.now() + n * 86_400_000);
     await sweepRetainedHealthRecords(t().db, days(29));
-    expect(await left()).toBe(4);
-    expect(await sweepRetainedHealthRecords(t().db, days(31))).toBeGreaterThanOrEqual(4);
+    expect(await left()).toBe(5);
+    expect(await sweepRetainedHealthRecords(t().db, days(31))).toBeGreaterThanOrEqual(5);
     expect(await left()).toBe(0);
     expect(found(await dump(), child.marks)).toEqual([]);
   });

@@ -69,7 +69,10 @@ export function eraseRoutes(store: PhotoStore) {
       );
     await deletePhotos(store, `${c.get("principal").tenantId}/${id}/`, erased?.photo_key ?? null, c.get("requestId"));
     const retained = erased?.retained ?? [];
-    const kept = retained.map((r) => `${r.count} ${r.record.replaceAll("_", " ")} kept until ${r.retained_until}`);
+    const kept = retained.map((r) => {
+      const what = r.record.replaceAll("_", " ");
+      return `${r.count} ${r.count === 1 ? what.replace(/s$/, "") : what} kept until ${r.retained_until}`;
+    });
     const text = kept.length > 0 ? `participant erased; ${kept.join("; ")}` : "participant erased";
     return c.json({ success: true as const, message: text, data: { id, retained } }, 200);
   });
