@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (62 migrations).
+-- Through migration 20261128150000 (63 migrations).
 
 -- Schemas and extensions
 
@@ -2975,7 +2975,7 @@ begin
       and (p ->> 'participant_id' is null or exists (
             select from public.incident_participants ip
             where ip.incident_id = i.id and ip.participant_id = (p ->> 'participant_id')::uuid))
-      and (p ->> 'category' is null or i.category = p ->> 'category')
+      and (p ->> 'category' is null or cur.value ->> 'category' = p ->> 'category')
       and (p ->> 'severity' is null or cur.value ->> 'severity' = p ->> 'severity')
       and (p ->> 'status' is null or cur.value ->> 'status' = p ->> 'status')
       and (p ->> 'occurred_from' is null or (cur.value ->> 'occurred_at')::timestamptz >= (p ->> 'occurred_from')::timestamptz)

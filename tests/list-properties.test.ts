@@ -599,7 +599,7 @@ const MODELS: Record<string, ListModel> = {
     // Current values (the report with its amendments applied), as the list filters on them.
     rows: () =>
       owner(
-        `select i.id::text, i.instance_id::text, i.category, c.v ->> 'severity' as severity, c.v ->> 'status' as status,
+        `select i.id::text, i.instance_id::text, c.v ->> 'category' as category, c.v ->> 'severity' as severity, c.v ->> 'status' as status,
            ${ts("(c.v ->> 'occurred_at')::timestamptz")} as occurred_at, ${ts("i.recorded_at")} as recorded_at,
            (select string_agg(l.participant_id::text, '|') from public.incident_participants l where l.incident_id = i.id) as participants,
            cardinality(private.incident_attention(c.v, t.incident_notice_hours, now())) > 0 as needs_attention
@@ -979,6 +979,11 @@ beforeAll(async () => {
     body: { changes: { occurred_at: "2026-07-14T12:00:00Z", severity: "moderate" }, reason: "wrong day" },
   });
   expect(moved.status, JSON.stringify(moved.body)).toBe(201);
+  const recategorised = await call(app, "POST", `/api/v1/incidents/${incidents[4]}/amendments`, {
+    ...admin,
+    body: { changes: { category: "other" }, reason: "not behaviour after all" },
+  });
+  expect(recategorised.status, JSON.stringify(recategorised.body)).toBe(201);
   const occurred = await owner<{ at: string }>(
     `select distinct ${ts("(private.incident_current(i) ->> 'occurred_at')::timestamptz")} as at
      from public.incidents i where i.tenant_id = $1 order by at`,
