@@ -152,6 +152,7 @@ describe("care data stays out of", () => {
       "medications",
       "medication_administration",
       "medication_administrations",
+      "incident",
     ];
     expect(without.body.data.filter((e: { resource_type: string }) => careTypes.includes(e.resource_type))).toEqual([]);
     expect(without.body.data.length).toBeGreaterThan(0);
