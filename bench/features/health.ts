@@ -213,6 +213,23 @@ async function main() {
       { name: "GET medication-pass (60 min either side)", run: () => request("GET", passPath) },
     ]);
 
+    // What turning JIT off for the pass saved (*_medication_pass_jit.sql): its query with JIT as
+    // the server's default has it (on, above jit_above_cost) and off, interleaved.
+    const doses = (jit: "on" | "off") => async () => {
+      await db.asOwner(async (sql) => {
+        await sql.query(`set local jit = ${jit}`);
+        await sql.query(
+          "select count(*) from private.scheduled_doses($1, $2::timestamptz - interval '1 hour', $2::timestamptz + interval '1 hour')",
+          [instance, morning],
+        );
+      });
+      return new Response(null, { status: 204 });
+    };
+    await compare("the pass's query (private.scheduled_doses), JIT off and on", Math.min(PASSES, 20), [
+      { name: "jit = off (as the pass runs it now)", run: doses("off") },
+      { name: "jit = on (the server's default)", run: doses("on") },
+    ]);
+
     // The pass's query, as the planner runs it inside private.scheduled_doses.
     const plan = await db.asOwner(async (sql) => {
       const [fn] = await sql.query<{ src: string }>(
