@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
+import { instanceRoster } from "../functions/roll-calls/data.ts";
 import { addCampStructure } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
 import { type CallOptions, call, newTenant, signToken, type TestApp, type TestTenant, testApp } from "./support/fixtures.ts";
@@ -281,5 +282,21 @@ describe("GET /instances/{id}/roster", () => {
 
     const other = await newTenant(t().db);
     expect((await call(app, "GET", `/api/v1/instances/${instanceId}/roster`, { key: other.admin.key })).status).toBe(404);
+  });
+
+  it("reads the instance's pickups once, not once per participant", async () => {
+    // Flattened into the participants' subquery, private.instance_pickups ran once per child, each
+    // aggregating every pickup of the instance: a roster of 2,000 outran the statement timeout.
+    await newParticipant();
+    await newParticipant();
+    const calls = await t().db.asOwner(async (sql) => {
+      await sql.query("set local track_functions = 'all'");
+      const roster = (await instanceRoster(sql, instanceId)) as { participants: unknown[] };
+      expect(roster.participants.length).toBeGreaterThanOrEqual(2);
+      return sql.one<{ calls: number }>(
+        `select calls::int from pg_stat_xact_user_functions where schemaname = 'private' and funcname = 'instance_pickups'`,
+      );
+    });
+    expect(calls?.calls).toBe(1);
   });
 });

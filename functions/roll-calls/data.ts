@@ -81,6 +81,9 @@ export async function instancePresence(sql: Sql, instanceId: string) {
  * (and ids) of their authorised pickups when the caller may see them
  * (private.instance_pickups: null otherwise), and a cursor of the event feed
  * taken in the same snapshot, to keep the copy fresh with GET /events?after=.
+ * `offset 0` keeps the pickups' subquery from being pulled up: flattened, the
+ * planner copies private.instance_pickups($1) into every participant's
+ * `k.pickups`, and the whole instance's pickups are aggregated once per child.
  */
 export async function instanceRoster(sql: Sql, instanceId: string) {
   const row = await sql.one<{ value: unknown }>(
@@ -103,7 +106,7 @@ export async function instanceRoster(sql: Sql, instanceId: string) {
          left join public.rooms r on r.id = p.room_id
          where p.instance_id = i.id and p.deleted_at is null), '[]')) as value
      from public.instances i
-     cross join (select private.instance_pickups($1) as pickups) k
+     cross join (select private.instance_pickups($1) as pickups offset 0) k
      where i.id = $1 and i.deleted_at is null`,
     [instanceId],
   );
