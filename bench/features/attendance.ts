@@ -9,6 +9,10 @@
  *
  *   npm run bench:attendance                 # embedded Postgres, or the server of DATABASE_URL
  *   flock /tmp/camp-heavy.lock npm run bench:attendance -- --rounds 300
+ *   flock /tmp/camp-heavy.lock npm run bench:attendance -- --morning [--minutes 10] [--check-ins 500]
+ *
+ * --morning runs only the paced morning of bench/features/attendance-morning.ts
+ * (the real server over HTTP, on the same camp of 2,000) instead of the rest.
  *
  * In process (the app's fetch, no HTTP), one scratch database, requests of
  * the compared kinds interleaved, so a noisy machine slows all alike: read
@@ -27,14 +31,21 @@ import { createTenant } from "../../functions/tenants/provisioning.ts";
 import { startEmbeddedPostgres } from "../../node/embedded-db.ts";
 import { migrate } from "../../node/migrate.ts";
 import { Latencies } from "../harness/stats.ts";
+import { morning } from "./attendance-morning.ts";
 
 const { values } = parseArgs({
   options: {
     rounds: { type: "string", default: "300" },
     concurrency: { type: "string", default: "4" },
     "compare-rounds": { type: "string", default: "2" },
+    morning: { type: "boolean", default: false },
+    minutes: { type: "string", default: "10" },
+    "check-ins": { type: "string", default: "500" },
+    out: { type: "string" },
   },
 });
+const MINUTES = Number(values.minutes);
+if (!(MINUTES > 0)) throw new Error("--minutes must be a positive number");
 const COMPARE_ROUNDS = Number(values["compare-rounds"]);
 const ROUNDS = Number(values.rounds);
 const CONCURRENCY = Number(values.concurrency);
@@ -211,6 +222,25 @@ async function main() {
     );
     await db.asOwner((sql) => sql.query("analyze"));
     const at = (minutesAgo: number) => new Date(Date.now() - minutesAgo * 60_000).toISOString();
+    const save = (kind: string) => {
+      results.finished_at = new Date().toISOString();
+      const dir = values.out ?? join(import.meta.dirname, "..", "results");
+      mkdirSync(dir, { recursive: true });
+      const file = join(dir, `${kind}-${results.started_at as string}.json`.replace(/:/g, "-"));
+      writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+      out(`results: ${file}`);
+    };
+
+    if (values.morning) {
+      results.morning_paced = await morning(
+        { url: url.toString(), instance, ids, pickups, request },
+        MINUTES,
+        Number(values["check-ins"]),
+        out,
+      );
+      save("attendance-morning");
+      return;
+    }
 
     // Warm up: a few of each request on participants the measured rounds do not use.
     for (let i = 0; i < 10; i++) {
@@ -452,12 +482,7 @@ async function main() {
       ),
     );
     out(`\nmovements stored: ${written?.movements}; events written: ${written?.events}`);
-    results.finished_at = new Date().toISOString();
-    const dir = join(import.meta.dirname, "..", "results");
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `attendance-${results.started_at as string}.json`.replace(/:/g, "-"));
-    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
-    out(`results: ${file}`);
+    save("attendance");
   } finally {
     await db.close();
     await admin.query(`drop database if exists ${name} with (force)`);
