@@ -80,3 +80,43 @@ describe("npm run bench -- --smoke and npm run bench:diagnosis -- --smoke", () =
     }
   });
 });
+
+describe("npm run bench:attendance -- --morning, shortened", () => {
+  it("paces check-ins, check-outs, leaders' reads and offline syncs against the real server, and reports CPU, memory and load", {
+    timeout: 120_000,
+  }, async () => {
+    const dir = await mkdtemp(join(tmpdir(), "camp-bench-morning-"));
+    try {
+      const smoke = await run(
+        TSX,
+        ["bench/features/attendance.ts", "--morning", "--minutes", "0.03", "--check-ins", "50", "--out", dir],
+        { ...process.env, DATABASE_URL: t().url },
+        110_000,
+      );
+      expect(smoke.code, smoke.stderr).toBe(0);
+      const files = await readdir(dir);
+      expect(files).toHaveLength(1);
+      const result = JSON.parse(await readFile(join(dir, files[0] as string), "utf8")).morning_paced;
+      expect(result.errors, JSON.stringify(result.first_errors)).toBe(0);
+      expect(result.check_ins).toEqual({ online: 44, offline: 6, total: 50 });
+      expect(result.latency.check_in.n).toBe(44);
+      expect(result.latency.check_out.n).toBeGreaterThan(0);
+      expect(result.latency.roster.n).toBe(12);
+      expect(result.latency.presence.n).toBeGreaterThanOrEqual(12);
+      // Each device's second upload resends its first: duplicates, no conflicts.
+      type Counts = { accepted: number; duplicate: number; conflict: number; invalid: number };
+      const counts: Counts[] = result.syncs.map((s: { counts: Counts }) => s.counts);
+      expect(counts.reduce((n, c) => n + c.accepted, 0)).toBe(6);
+      expect(counts.some((c) => c.duplicate > 0)).toBe(true);
+      expect(counts.every((c) => c.conflict === 0 && c.invalid === 0)).toBe(true);
+      expect(result.present_at_end).toBe(50 - result.check_outs);
+      expect(result.cpu.server_ms).toBeGreaterThan(0);
+      expect(result.cpu.postgres_ms).toBeGreaterThan(0);
+      expect(result.memory.server_peak_rss_mb).toBeGreaterThan(0);
+      expect(smoke.stdout).toMatch(/of one core/);
+      expect(smoke.stdout).toMatch(/load average/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -350,7 +350,8 @@ export async function morning(camp: MorningCamp, minutes: number, checkIns: numb
       note(roster, first.took);
       let cursor = first.ok ? (first.data as { cursor: string }).cursor : "now";
       let nextFeed = performance.now() - started + FEED_EVERY_S * 1000 * rand();
-      while (performance.now() - started < morningMs) {
+      // At least one read each, even when the roster took the whole (shortened) morning.
+      for (;;) {
         const at = performance.now() - started;
         const read = await call(key, "GET", `/instances/${camp.instance}/presence`);
         note(presence, read.took);
@@ -361,7 +362,9 @@ export async function morning(camp: MorningCamp, minutes: number, checkIns: numb
           if (page.ok) cursor = (JSON.parse(page.text) as { meta: { next: string } }).meta.next;
           nextFeed += FEED_EVERY_S * 1000;
         }
-        await sleepUntil(started, at + PRESENCE_EVERY_S * 1000 * (0.8 + 0.4 * rand()));
+        const next = at + PRESENCE_EVERY_S * 1000 * (0.8 + 0.4 * rand());
+        if (next >= morningMs) break;
+        await sleepUntil(started, next);
       }
     });
 
