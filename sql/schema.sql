@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (63 migrations).
+-- Through migration 20261128150000 (64 migrations).
 
 -- Schemas and extensions
 
@@ -686,6 +686,25 @@ end
 $function$;
 revoke all on function private.audit_incident(p_action text, p_type text, p_incident uuid, p_changes jsonb) from public;
 grant execute on function private.audit_incident(p_action text, p_type text, p_incident uuid, p_changes jsonb) to camp_care;
+
+CREATE OR REPLACE FUNCTION private.audit_incident_reads(p_reads jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO ''
+AS $function$
+declare
+  v_actor jsonb := private.audit_actor();
+begin
+  insert into public.audit_events
+    (tenant_id, actor_user_id, actor_email, actor_via, actor_key_id, request_id, action, resource_type, resource_id)
+  select private.request_tenant_id(), (v_actor ->> 'sub')::uuid, v_actor ->> 'email', coalesce(v_actor ->> 'via', 'operator'),
+         (v_actor ->> 'key_id')::uuid, v_actor ->> 'request_id', 'read', r ->> 1, (r ->> 0)::uuid
+  from jsonb_array_elements(p_reads) r;
+end
+$function$;
+revoke all on function private.audit_incident_reads(p_reads jsonb) from public;
+grant execute on function private.audit_incident_reads(p_reads jsonb) to camp_care;
 
 CREATE OR REPLACE FUNCTION private.audit_tenant_settings()
  RETURNS trigger
@@ -2984,16 +3003,16 @@ begin
            or (cardinality(private.incident_attention(cur.value, v_hours, v_now)) > 0) = (p ->> 'needs_attention')::boolean)
   ), page as (
     select m.* from matching m order by m.recorded_at desc, m.id desc limit p_limit offset p_offset
-  ), audited as (
-    select private.audit_incident('read', private.incident_audit_type(pg.category), pg.id, null) from page pg
   )
   select jsonb_build_object(
     'total', (select count(*) from matching),
     'rows', coalesce((select jsonb_agg(private.incident_json_of(pg.row, pg.current, v_hours, v_now)
                                        order by pg.recorded_at desc, pg.id desc) from page pg), '[]'::jsonb),
-    'audited', (select count(*) from audited))
+    'read', (select coalesce(jsonb_agg(jsonb_build_array(pg.id, private.incident_audit_type(pg.category))), '[]'::jsonb)
+             from page pg))
   into v_found;
-  return v_found - 'audited';
+  perform private.audit_incident_reads(v_found -> 'read');
+  return v_found - 'read';
 end
 $function$;
 alter function private.incidents(p jsonb, p_limit integer, p_offset integer) owner to camp_care;
