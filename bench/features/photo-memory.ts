@@ -124,9 +124,12 @@ async function main() {
     const base = `http://127.0.0.1:${port}/api/v1/photos/user`;
     const send = async (participant: string) => {
       const { body, type } = multipart(photo);
+      // Each upload on a connection of its own. On a kept-alive one, a bench stalled past the
+      // server's keep-alive timeout (5 s) between rounds sent its next upload into a connection the
+      // server had closed meanwhile: EPIPE or ECONNRESET, and fetch never retries a POST.
       const res = await fetch(`${base}/${participant}`, {
         method: "POST",
-        headers: { "X-API-Key": tenant.api_key, "Content-Type": type },
+        headers: { "X-API-Key": tenant.api_key, "Content-Type": type, Connection: "close" },
         body: new Uint8Array(body),
       });
       const text = await res.text();
@@ -134,9 +137,17 @@ async function main() {
     };
     const sendOrExplain = (participant: string) =>
       send(participant).catch(async (error) => {
-        await new Promise((r) => setTimeout(r, 500)); // the exit is reported after the broken socket
+        // The exit is reported after the broken socket, later still on a loaded machine.
+        for (let waited = 0; waited < 5_000 && child?.exitCode === null; waited += 100) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
         const exited = child?.exitCode ?? child?.signalCode;
-        throw exited == null ? error : new Error(`the server exited (${exited}) during the uploads:\n${stderr.slice(-4000)}`);
+        const causes: string[] = [];
+        for (let e: unknown = error; e instanceof Error; e = e.cause)
+          causes.push(`${e.name}: ${e.message} ${(e as NodeJS.ErrnoException).code ?? ""}`);
+        throw new Error(
+          `${exited == null ? "upload failed" : `the server exited (${exited})`} during the uploads: ${causes.join(" <- ")}\n${stderr.slice(-6000)}`,
+        );
       });
 
     // Warm up every code path once, then let the process settle before reading "idle".
