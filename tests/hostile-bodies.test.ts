@@ -8,7 +8,7 @@ import { MAX_SYNC_RECORDS } from "../functions/attendance/schemas.ts";
 import { JSON_BODY_LIMIT } from "../functions/http/body-policy.ts";
 import { MAX_JSON_DEPTH, MAX_JSON_VALUES } from "../functions/http/json-shape.ts";
 import { MAX_IMPORT_BYTES, MAX_IMPORT_LINES } from "../functions/participants-bulk/csv-import.ts";
-import { MAX_LISTED_ISSUES } from "../functions/participants-bulk/import.ts";
+import { MAX_LISTED_ISSUES } from "../functions/participants-bulk/import-rejection.ts";
 import { MAX_PHOTO_BYTES, MAX_PHOTO_FRAMES, MULTIPART_OVERHEAD_BYTES } from "../functions/photos/limits.ts";
 import { type CampStructure, tenantWithCamp } from "./support/camp-structure.ts";
 import { useTestDatabase } from "./support/database.ts";
