@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128150000 (64 migrations).
+-- Through migration 20261128170000 (65 migrations).
 
 -- Schemas and extensions
 
@@ -2759,6 +2759,21 @@ $function$;
 revoke all on function private.incident_amend_gate(p_instance uuid) from public;
 grant execute on function private.incident_amend_gate(p_instance uuid) to camp_care;
 
+CREATE OR REPLACE FUNCTION private.incident_amendment_json(a public.incident_amendments)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO ''
+AS $function$
+begin
+  return jsonb_build_object('id', a.id, 'changes', a.changes, 'reason', a.reason, 'recorded_by', a.recorded_by,
+                            'recorded_by_email', a.recorded_by_email, 'recorded_at', private.iso_time(a.recorded_at));
+end
+$function$;
+revoke all on function private.incident_amendment_json(a public.incident_amendments) from public;
+grant execute on function private.incident_amendment_json(a public.incident_amendments) to camp_care;
+grant execute on function private.incident_amendment_json(a public.incident_amendments) to camp_reporting;
+
 CREATE OR REPLACE FUNCTION private.incident_attention(p_current jsonb, p_hours integer, p_now timestamp with time zone)
  RETURNS text[]
  LANGUAGE sql
@@ -2886,29 +2901,41 @@ revoke all on function private.incident_json(i public.incidents, p_hours integer
 grant execute on function private.incident_json(i public.incidents, p_hours integer, p_now timestamp with time zone) to camp_care;
 grant execute on function private.incident_json(i public.incidents, p_hours integer, p_now timestamp with time zone) to camp_reporting;
 
-CREATE OR REPLACE FUNCTION private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone)
+CREATE OR REPLACE FUNCTION private.incident_json_from(i public.incidents, p_current jsonb, p_participant_ids jsonb, p_amendments jsonb, p_hours integer, p_now timestamp with time zone)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO ''
 AS $function$
-  select jsonb_build_object(
-      'id', i.id, 'instance_id', i.instance_id,
-      'participant_ids', coalesce((select jsonb_agg(p.participant_id order by p.participant_id)
-                                   from public.incident_participants p where p.incident_id = i.id), '[]'::jsonb))
+begin
+  return jsonb_build_object('id', i.id, 'instance_id', i.instance_id, 'participant_ids', coalesce(p_participant_ids, '[]'::jsonb))
     || p_current
     || jsonb_build_object(
       'needs_attention', cardinality(private.incident_attention(p_current, p_hours, p_now)) > 0,
       'attention_reasons', to_jsonb(private.incident_attention(p_current, p_hours, p_now)),
       'guardians_notify_by', private.iso_time((p_current ->> 'occurred_at')::timestamptz + make_interval(hours => p_hours)),
       'original', private.incident_original(i),
-      'amendments', coalesce((
-        select jsonb_agg(jsonb_build_object('id', a.id, 'changes', a.changes, 'reason', a.reason, 'recorded_by', a.recorded_by,
-                                            'recorded_by_email', a.recorded_by_email, 'recorded_at', private.iso_time(a.recorded_at))
-                         order by a.recorded_at, a.id)
-        from public.incident_amendments a where a.incident_id = i.id), '[]'::jsonb),
+      'amendments', coalesce(p_amendments, '[]'::jsonb),
       'reported_by', i.reported_by, 'reported_by_email', i.reported_by_email,
-      'recorded_at', private.iso_time(i.recorded_at))
+      'recorded_at', private.iso_time(i.recorded_at));
+end
+$function$;
+revoke all on function private.incident_json_from(i public.incidents, p_current jsonb, p_participant_ids jsonb, p_amendments jsonb, p_hours integer, p_now timestamp with time zone) from public;
+grant execute on function private.incident_json_from(i public.incidents, p_current jsonb, p_participant_ids jsonb, p_amendments jsonb, p_hours integer, p_now timestamp with time zone) to camp_care;
+grant execute on function private.incident_json_from(i public.incidents, p_current jsonb, p_participant_ids jsonb, p_amendments jsonb, p_hours integer, p_now timestamp with time zone) to camp_reporting;
+
+CREATE OR REPLACE FUNCTION private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO ''
+AS $function$
+  select private.incident_json_from(
+    i, p_current,
+    (select jsonb_agg(p.participant_id order by p.participant_id) from public.incident_participants p where p.incident_id = i.id),
+    (select jsonb_agg(private.incident_amendment_json(a) order by a.recorded_at, a.id)
+     from public.incident_amendments a where a.incident_id = i.id),
+    p_hours, p_now)
 $function$;
 revoke all on function private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone) from public;
 grant execute on function private.incident_json_of(i public.incidents, p_current jsonb, p_hours integer, p_now timestamp with time zone) to camp_care;
@@ -2927,15 +2954,17 @@ grant execute on function private.incident_notice_hours() to camp_care;
 
 CREATE OR REPLACE FUNCTION private.incident_original(i public.incidents)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO ''
 AS $function$
-  select jsonb_build_object(
+begin
+  return jsonb_build_object(
     'occurred_at', private.iso_time(i.occurred_at), 'location', i.location, 'category', i.category, 'severity', i.severity,
     'description', i.description, 'actions_taken', i.actions_taken,
     'guardian_notified_at', private.iso_time(i.guardian_notified_at), 'guardian_notified_by', i.guardian_notified_by,
-    'status', 'open')
+    'status', 'open');
+end
 $function$;
 revoke all on function private.incident_original(i public.incidents) from public;
 grant execute on function private.incident_original(i public.incidents) to camp_care;
@@ -2979,38 +3008,81 @@ CREATE OR REPLACE FUNCTION private.incidents(p jsonb, p_limit integer, p_offset 
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO ''
+ SET jit TO 'off'
 AS $function$
 declare
   v_hours int := private.incident_notice_hours();
   v_now timestamptz := clock_timestamp();
+  v_instance uuid := (p ->> 'instance_id')::uuid;
+  v_participant uuid := (p ->> 'participant_id')::uuid;
+  v_by_current boolean := coalesce(p ->> 'category', p ->> 'severity', p ->> 'status', p ->> 'occurred_from',
+                                   p ->> 'occurred_to', p ->> 'needs_attention') is not null;
+  v_total bigint;
+  v_ids uuid[];
   v_found jsonb;
 begin
   perform private.incident_access('read');
-  with matching as (
-    select i as row, cur.value as current, i.recorded_at, i.id, i.category
+  if v_by_current then
+    with matching as (
+      select i.id, i.recorded_at
+      from public.incidents i
+      cross join lateral (
+        select private.incident_original(i) || coalesce((
+          select jsonb_object_agg(c.key, c.value order by a.recorded_at, a.id)
+          from public.incident_amendments a cross join lateral jsonb_each(a.changes) c
+          where a.incident_id = i.id), '{}'::jsonb) as value) cur
+      where (v_instance is null or i.instance_id = v_instance)
+        and (v_participant is null or i.id in (
+              select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant))
+        and (p ->> 'category' is null or cur.value ->> 'category' = p ->> 'category')
+        and (p ->> 'severity' is null or cur.value ->> 'severity' = p ->> 'severity')
+        and (p ->> 'status' is null or cur.value ->> 'status' = p ->> 'status')
+        and (p ->> 'occurred_from' is null
+             or (cur.value ->> 'occurred_at')::timestamptz >= (p ->> 'occurred_from')::timestamptz)
+        and (p ->> 'occurred_to' is null or (cur.value ->> 'occurred_at')::timestamptz < (p ->> 'occurred_to')::timestamptz)
+        and (p ->> 'needs_attention' is null
+             or (cardinality(private.incident_attention(cur.value, v_hours, v_now)) > 0) = (p ->> 'needs_attention')::boolean)
+    )
+    select (select count(*) from matching),
+           array(select m.id from matching m order by m.recorded_at desc, m.id desc limit p_limit offset p_offset)
+    into v_total, v_ids;
+  else
+    select count(*) into v_total
     from public.incidents i
-    cross join lateral (select private.incident_current(i) as value) cur
-    where (p ->> 'instance_id' is null or i.instance_id = (p ->> 'instance_id')::uuid)
-      and (p ->> 'participant_id' is null or exists (
-            select from public.incident_participants ip
-            where ip.incident_id = i.id and ip.participant_id = (p ->> 'participant_id')::uuid))
-      and (p ->> 'category' is null or cur.value ->> 'category' = p ->> 'category')
-      and (p ->> 'severity' is null or cur.value ->> 'severity' = p ->> 'severity')
-      and (p ->> 'status' is null or cur.value ->> 'status' = p ->> 'status')
-      and (p ->> 'occurred_from' is null or (cur.value ->> 'occurred_at')::timestamptz >= (p ->> 'occurred_from')::timestamptz)
-      and (p ->> 'occurred_to' is null or (cur.value ->> 'occurred_at')::timestamptz < (p ->> 'occurred_to')::timestamptz)
-      and (p ->> 'needs_attention' is null
-           or (cardinality(private.incident_attention(cur.value, v_hours, v_now)) > 0) = (p ->> 'needs_attention')::boolean)
-  ), page as (
-    select m.* from matching m order by m.recorded_at desc, m.id desc limit p_limit offset p_offset
+    where (v_instance is null or i.instance_id = v_instance)
+      and (v_participant is null or i.id in (
+            select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant));
+    v_ids := array(
+      select i.id from public.incidents i
+      where (v_instance is null or i.instance_id = v_instance)
+        and (v_participant is null or i.id in (
+              select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant))
+      order by i.recorded_at desc, i.id desc limit p_limit offset p_offset);
+  end if;
+
+  with page as (
+    select i, i.id, i.recorded_at, i.category, cur.value as current, ps.ids as participant_ids, am.list as amendments
+    from public.incidents i
+    cross join lateral (
+      select private.incident_original(i) || coalesce((
+        select jsonb_object_agg(c.key, c.value order by a.recorded_at, a.id)
+        from public.incident_amendments a cross join lateral jsonb_each(a.changes) c
+        where a.incident_id = i.id), '{}'::jsonb) as value) cur
+    cross join lateral (
+      select jsonb_agg(ip.participant_id order by ip.participant_id) as ids
+      from public.incident_participants ip where ip.incident_id = i.id) ps
+    cross join lateral (
+      select jsonb_agg(private.incident_amendment_json(a) order by a.recorded_at, a.id) as list
+      from public.incident_amendments a where a.incident_id = i.id) am
+    where i.id = any (v_ids)
   )
   select jsonb_build_object(
-    'total', (select count(*) from matching),
-    'rows', coalesce((select jsonb_agg(private.incident_json_of(pg.row, pg.current, v_hours, v_now)
-                                       order by pg.recorded_at desc, pg.id desc) from page pg), '[]'::jsonb),
-    'read', (select coalesce(jsonb_agg(jsonb_build_array(pg.id, private.incident_audit_type(pg.category))), '[]'::jsonb)
-             from page pg))
-  into v_found;
+    'total', v_total,
+    'rows', coalesce(jsonb_agg(private.incident_json_from(pg.i, pg.current, pg.participant_ids, pg.amendments, v_hours, v_now)
+                               order by pg.recorded_at desc, pg.id desc), '[]'::jsonb),
+    'read', coalesce(jsonb_agg(jsonb_build_array(pg.id, private.incident_audit_type(pg.category))), '[]'::jsonb))
+  into v_found
+  from page pg;
   perform private.audit_incident_reads(v_found -> 'read');
   return v_found - 'read';
 end

@@ -179,6 +179,72 @@ describe("reporting", () => {
   });
 });
 
+describe("the list's cost", () => {
+  /**
+   * The calls of per-incident and per-check functions one list makes, as the
+   * API role in a transaction of its own (rolled back). A backend's function
+   * counts stay pending across transactions until it flushes them: the
+   * difference of two readings.
+   */
+  async function callsOfList(filters: object, limit: number) {
+    const client = await t().db.pool.connect();
+    const counts = async () =>
+      Object.fromEntries(
+        (
+          await client.query<{ funcname: string; calls: number }>(
+            `select funcname, calls::int from pg_stat_xact_user_functions
+             where schemaname = 'private' and funcname in ('incident_original', 'incident_current', 'care_access', 'is_safeguarding_lead')`,
+          )
+        ).rows.map((r) => [r.funcname, r.calls]),
+      ) as Record<string, number | undefined>;
+    try {
+      await client.query("begin");
+      await client.query("set local track_functions = 'all'");
+      await client.query("set local role camp_api");
+      await client.query("select set_config('request.jwt.claims', $1, true)", [
+        JSON.stringify(bearerClaims(tenant.admin.userId)),
+      ]);
+      const before = await counts();
+      const found = (await client.query("select private.incidents($1, $2, 0) as value", [JSON.stringify(filters), limit])).rows[0]
+        .value;
+      const after = await counts();
+      const calls = (name: string) => (after[name] ?? 0) - (before[name] ?? 0);
+      return {
+        total: found.total as number,
+        rows: found.rows.length as number,
+        original: calls("incident_original"),
+        current: calls("incident_current"),
+        careAccess: calls("care_access"),
+        lead: calls("is_safeguarding_lead"),
+      };
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
+  }
+
+  it("builds the page's incidents only, and checks care access and leads once per statement, not per incident", async () => {
+    const a = await newParticipant();
+    // Every incident amended, so that every page reads amendments (a policy's check runs once, when first needed).
+    for (let i = 0; i < 8; i++) {
+      const id = await report(incident([a]));
+      const amended = await call(app, "POST", `/api/v1/incidents/${id}/amendments`, {
+        ...who.writer,
+        body: { changes: { location: "Lake" }, reason: "moved" },
+      });
+      expect(amended.status).toBe(201);
+    }
+    const one = await callsOfList({ participant_id: a }, 1);
+    const four = await callsOfList({ participant_id: a }, 4);
+    expect([one.total, one.rows, four.total, four.rows]).toEqual([8, 1, 8, 4]);
+    // Each page incident's original is built twice (for its current values and as its own field), no other incident's.
+    expect([one.original, four.original, four.current]).toEqual([2, 8, 0]);
+    // The policies' checks do not grow with the page.
+    expect(one.careAccess).toBeGreaterThan(0);
+    expect([four.careAccess, four.lead]).toEqual([one.careAccess, one.lead]);
+  });
+});
+
 describe("amendments", () => {
   it("keep the original readable beside the amendments and the current values; closing is one", async () => {
     const a = await newParticipant();
