@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128170000 (65 migrations).
+-- Through migration 20261128170000 (66 migrations).
 
 -- Schemas and extensions
 
@@ -5164,6 +5164,7 @@ create table public.attendance_movements (
   constraint attendance_movements_override_reason_check CHECK (char_length(btrim(override_reason)) >= 1 AND char_length(btrim(override_reason)) <= 2000)
 );
 alter table public.attendance_movements enable row level security;
+CREATE INDEX attendance_movements_by_direction ON public.attendance_movements USING btree (tenant_id, direction, recorded_at, nonce);
 CREATE INDEX attendance_movements_by_instance ON public.attendance_movements USING btree (instance_id, recorded_at, nonce);
 CREATE INDEX attendance_movements_by_tenant ON public.attendance_movements USING btree (tenant_id, recorded_at, nonce);
 CREATE INDEX attendance_movements_timeline ON public.attendance_movements USING btree (participant_id, recorded_at, nonce);
