@@ -146,6 +146,54 @@ describe("a day's medication pass", () => {
   });
 });
 
+describe("the pass's plan", () => {
+  it("reads the instance's participants and their medications by their indexes, not every tenant's", async () => {
+    // At a size where reading every row costs more: another tenant of 400 instances, 6,000 participants and
+    // 2,000 medications (not yet started, so that the sweeps below never see them).
+    const crowd = await newTenant(t().db);
+    await t().admin(
+      `with made as (
+         insert into public.instances (tenant_id, name) select $1, 'Crowd ' || g from generate_series(1, 400) g returning id)
+       , people as (
+         insert into public.participants (tenant_id, instance_id, user_id, first_name, surname)
+         select $1, m.id, 'crowd-' || m.id || '-' || g, 'First', 'Last' || g from made m cross join generate_series(1, 15) g
+         returning id)
+       insert into public.participant_medications (tenant_id, participant_id, name, dose, times, start_date)
+       select $1, id, 'Med', '10 mg', '{08:00,20:00}', '2099-01-01' from people limit 2000`,
+      [crowd.tenantId],
+    );
+    await t().admin("analyze public.instances, public.participants, public.participant_medications");
+    // As the pass runs it: the function's own statement, planned with its arguments as parameters (a SQL function
+    // with a SET clause is not inlined), and without JIT (*_medication_pass_jit.sql).
+    const [fn] = (
+      await t().admin("select prosrc from pg_proc where proname = 'scheduled_doses' and pronamespace = 'private'::regnamespace")
+    ).rows;
+    const body = (fn.prosrc as string)
+      .replaceAll("p_instance", "$1::uuid")
+      .replaceAll("p_from", "$2::timestamptz")
+      .replaceAll("p_to", "$3::timestamptz");
+    const client = await t().db.pool.connect();
+    try {
+      await client.query("begin");
+      await client.query("set local jit = off");
+      await client.query("set local plan_cache_mode = force_generic_plan");
+      await client.query(`prepare pass_plan(uuid, timestamptz, timestamptz) as ${body}`);
+      const plan = (
+        await client.query(
+          `explain (costs off) execute pass_plan('${instanceId}', timestamptz '2026-07-14T11:00:00Z', timestamptz '2026-07-14T13:00:00Z')`,
+        )
+      ).rows.map((r) => r["QUERY PLAN"] as string);
+      const text = plan.join("\n");
+      expect(text, text).not.toMatch(/Seq Scan on (participants|participant_medications)\b/);
+      expect(text, text).toMatch(/Scan (on|using) participants_presence/);
+      expect(text, text).toMatch(/Scan using participant_medications_by_participant/);
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
+  });
+});
+
 function randomUUIDLike(): string {
   const hex = randomBytes(16).toString("hex");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
