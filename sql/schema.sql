@@ -2,7 +2,7 @@
 -- do not edit (tests/schema-file.test.ts fails when it differs from what the migrations build).
 -- For reading: sql/migrations/ builds a database. Owners are named only where they are not
 -- the migrating role; every list is in name order.
--- Through migration 20261128170000 (66 migrations).
+-- Through migration 20261128180000 (67 migrations).
 
 -- Schemas and extensions
 
@@ -3009,6 +3009,7 @@ CREATE OR REPLACE FUNCTION private.incidents(p jsonb, p_limit integer, p_offset 
  SECURITY DEFINER
  SET search_path TO ''
  SET jit TO 'off'
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   v_hours int := private.incident_notice_hours();
