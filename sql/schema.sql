@@ -3033,8 +3033,8 @@ begin
           from public.incident_amendments a cross join lateral jsonb_each(a.changes) c
           where a.incident_id = i.id), '{}'::jsonb) as value) cur
       where (v_instance is null or i.instance_id = v_instance)
-        and (v_participant is null or i.id in (
-              select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant))
+        and (v_participant is null or i.id = any (array(
+              select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant)))
         and (p ->> 'category' is null or cur.value ->> 'category' = p ->> 'category')
         and (p ->> 'severity' is null or cur.value ->> 'severity' = p ->> 'severity')
         and (p ->> 'status' is null or cur.value ->> 'status' = p ->> 'status')
@@ -3051,13 +3051,13 @@ begin
     select count(*) into v_total
     from public.incidents i
     where (v_instance is null or i.instance_id = v_instance)
-      and (v_participant is null or i.id in (
-            select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant));
+      and (v_participant is null or i.id = any (array(
+            select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant)));
     v_ids := array(
       select i.id from public.incidents i
       where (v_instance is null or i.instance_id = v_instance)
-        and (v_participant is null or i.id in (
-              select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant))
+        and (v_participant is null or i.id = any (array(
+              select ip.incident_id from public.incident_participants ip where ip.participant_id = v_participant)))
       order by i.recorded_at desc, i.id desc limit p_limit offset p_offset);
   end if;
 
