@@ -13,7 +13,7 @@
 --                 per instance and deleted-or-not (status: '')
 --
 -- A list whose filters are only these (instance_id, status, include_deleted)
--- reads its total with private.kept_total, a sum over a handful of rows.
+-- reads its total with private.kept_total, a sum over a few dozen rows at most.
 -- Any other filter (q, updated_since, a group or room, a care flag…) still
 -- counts, through an index.
 --
@@ -23,8 +23,8 @@
 -- open transactions could not both add a participant. Instead each writing
 -- statement appends its change (+n or -n per key), which takes no lock any
 -- other writer wants, and a total is the sum of its key's rows. So that the
--- sum stays over a handful of rows, a writer that finds more than a few
--- dozen rows under a key it touched folds them into one: it deletes the rows
+-- sum stays over a few dozen rows, a writer that finds more than 32 rows
+-- under an instance it touched folds them, one row per key: it deletes the rows
 -- no other folder holds (FOR UPDATE SKIP LOCKED, so folders never wait on
 -- each other either) and appends their sum. Readers see the rows before or
 -- after a fold, both the same total.
